@@ -1,0 +1,48 @@
+import type { Database, Db } from '../db/client.ts';
+import type { Clock } from '../lib/clock.ts';
+import type { Sealer } from '../lib/crypto/seal.ts';
+import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
+import type { RunBus } from '../lib/jobs/bus.ts';
+import type { Jobs } from '../lib/jobs/queue.ts';
+import type { Logger } from '../lib/log.ts';
+import type { Scope } from '../lib/auth/tokens.ts';
+import type { HttpMetrics } from './ops/http-metrics.ts';
+
+/** What handlers and executors need from the host; tests build their own. */
+export interface Settings {
+  dataDir: string;
+  /** Admin token given by the environment (compared in constant time), if any. */
+  adminToken?: string;
+  collectCron: string;
+  /** Poll interval for run event followers (SSE) in ms. */
+  followPollMs: number;
+}
+
+export interface Deps {
+  database: Database;
+  db: Db;
+  jobs: Jobs;
+  bus: RunBus;
+  sealer: Sealer;
+  clock: Clock;
+  log: Logger;
+  settings: Settings;
+  metrics: HttpMetrics;
+}
+
+export type AppExecutors = ExecutorRegistry<Deps>;
+
+export interface Principal {
+  tokenId: string;
+  /** null for the admin. */
+  tenantId: string | null;
+  scopes: Scope[];
+  admin: boolean;
+}
+
+export interface AppEnv {
+  Variables: {
+    deps: Deps;
+    principal: Principal;
+  };
+}

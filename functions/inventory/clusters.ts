@@ -1,0 +1,95 @@
+import { count, eq } from 'drizzle-orm';
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { clusters, machines, tenants } from '../../db/schema/index.ts';
+import { canSeeTenant, requireScope } from '../../lib/auth/middleware.ts';
+import { conflict, notFound } from '../../lib/http/errors.ts';
+import { readJson } from '../../lib/http/validate.ts';
+import { newId } from '../../lib/ids.ts';
+import { recordAudit } from '../audit/record.ts';
+import type { AppEnv } from '../deps.ts';
+import { clusterSettingsInput, sealedClusterSecrets, validateClusterInput } from './cluster-settings.ts';
+import { loadCluster, type ClusterRow } from './load.ts';
+import { dnsLabel, idParam } from './schemas.ts';
+
+const createCluster = z.strictObject({
+  tenant: idParam,
+  name: dnsLabel,
+  ...clusterSettingsInput.shape,
+});
+
+export const publicCluster = (row: ClusterRow) => ({
+  id: row.id,
+  tenant: row.tenantId,
+  name: row.name,
+  talosVersion: row.talosVersion,
+  kubernetesVersion: row.kubernetesVersion,
+  endpoint: row.endpoint,
+  settings: row.settings,
+  bootstrapped: row.bootstrappedAt !== null,
+  bootstrappedAt: row.bootstrappedAt,
+  createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
+});
+
+export function clusterRoutes() {
+  const app = new Hono<AppEnv>();
+
+  app.post('/', requireScope('write'), async (c) => {
+    const body = await readJson(c, createCluster);
+    const { db, clock, sealer } = c.var.deps;
+    const tenant = await db.select().from(tenants).where(eq(tenants.id, body.tenant)).get();
+    if (!tenant || !canSeeTenant(c.var.principal, tenant.id)) throw notFound('tenant');
+    const { settings, talosVersion, kubernetesVersion, endpoint } = validateClusterInput(body);
+    const taken = await db.query.clusters.findFirst({
+      where: (t, { and, eq }) => and(eq(t.tenantId, tenant.id), eq(t.name, body.name)),
+    });
+    if (taken) throw conflict(`tenant already has a cluster named "${body.name}"`);
+    const id = newId('cl');
+    const now = clock.now();
+    const [row] = await db
+      .insert(clusters)
+      .values({
+        id,
+        tenantId: tenant.id,
+        name: body.name,
+        talosVersion,
+        kubernetesVersion,
+        endpoint,
+        settings,
+        secretsSealed: await sealedClusterSecrets(sealer, id),
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning();
+    await recordAudit(c, { action: 'cluster.create', target: id, tenantId: tenant.id });
+    return c.json(publicCluster(row!), 201);
+  });
+
+  app.get('/', requireScope('read'), async (c) => {
+    const p = c.var.principal;
+    const tenantFilter = c.req.query('tenant');
+    const rows = await c.var.deps.db.query.clusters.findMany({
+      where: (t, { and, eq }) =>
+        and(p.admin ? undefined : eq(t.tenantId, p.tenantId!), tenantFilter ? eq(t.tenantId, tenantFilter) : undefined),
+      orderBy: (t, { asc }) => [asc(t.name)],
+    });
+    return c.json({ clusters: rows.map(publicCluster) });
+  });
+
+  app.get('/:id', requireScope('read'), async (c) => c.json(publicCluster(await loadCluster(c, c.req.param('id')))));
+
+  app.delete('/:id', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const { db, jobs } = c.var.deps;
+    const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(machines).where(eq(machines.clusterId, cluster.id));
+    if (n > 0) throw conflict(`cluster still has ${n} machine${n === 1 ? '' : 's'}; delete them first`);
+    const active = await jobs.activeForCluster(cluster.id);
+    if (active) throw conflict('cluster has an active run', { activeRun: active.id });
+    await db.delete(clusters).where(eq(clusters.id, cluster.id));
+    await recordAudit(c, { action: 'cluster.delete', target: cluster.id, tenantId: cluster.tenantId });
+    return c.body(null, 204);
+  });
+
+  return app;
+}

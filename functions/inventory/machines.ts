@@ -1,0 +1,134 @@
+import { and, eq } from 'drizzle-orm';
+import { Hono } from 'hono';
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { machines } from '../../db/schema/index.ts';
+import { requireScope } from '../../lib/auth/middleware.ts';
+import { conflict } from '../../lib/http/errors.ts';
+import { readJson } from '../../lib/http/validate.ts';
+import { newId } from '../../lib/ids.ts';
+import { recordAudit } from '../audit/record.ts';
+import type { AppEnv } from '../deps.ts';
+import { loadCluster, loadMachine, type MachineRow } from './load.ts';
+import { dnsLabel } from './schemas.ts';
+
+export const PROVIDERS = ['oci', 'openstack', 'hetzner', 'aws', 'metal', 'local'] as const;
+
+const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** host, [v6]:port, v4:port, bare IPv6 — the forms a Talos API address takes. */
+export function isNodeAddress(v: string): boolean {
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(v);
+  if (bracketed) return isIP(bracketed[1]!) === 6 && portOk(bracketed[2]);
+  if (isIP(v) === 6) return true;
+  const [host = '', port, extra] = v.split(':');
+  if (extra !== undefined) return false;
+  return (isIP(host) === 4 || HOSTNAME.test(host)) && portOk(port);
+}
+const portOk = (p: string | undefined) => p === undefined || (/^\d+$/.test(p) && Number(p) >= 1 && Number(p) <= 65535);
+
+const address = z.string().max(300).refine(isNodeAddress, 'must be an IP address or hostname, optionally with :port');
+const installDisk = z.string().max(255).regex(/^\/[^\0\s]*$/, 'must be an absolute path like /dev/sda');
+const patch = z.union([z.string().max(256 * 1024), z.record(z.string(), z.unknown())]);
+const patches = z.array(patch).max(32);
+
+const createMachine = z.strictObject({
+  name: dnsLabel,
+  role: z.enum(['controlplane', 'worker']),
+  provider: z.enum(PROVIDERS),
+  address: address.optional(),
+  installDisk: installDisk.optional(),
+  patches: patches.optional(),
+});
+
+const updateMachine = z.strictObject({
+  address: address.nullable().optional(),
+  installDisk: installDisk.nullable().optional(),
+  patches: patches.optional(),
+});
+
+export const publicMachine = (m: MachineRow) => ({
+  id: m.id,
+  cluster: m.clusterId,
+  name: m.name,
+  role: m.role,
+  provider: m.provider,
+  address: m.address,
+  installDisk: m.installDisk,
+  patches: m.patches,
+  state: m.state,
+  talosVersion: m.talosVersion,
+  ipv4: m.ipv4,
+  ipv6: m.ipv6,
+  createdAt: m.createdAt,
+  updatedAt: m.updatedAt,
+});
+
+export function machineRoutes() {
+  const app = new Hono<AppEnv>();
+
+  app.post('/:id/machines', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const body = await readJson(c, createMachine);
+    const { db, clock } = c.var.deps;
+    const taken = await db
+      .select({ id: machines.id })
+      .from(machines)
+      .where(and(eq(machines.clusterId, cluster.id), eq(machines.name, body.name)))
+      .get();
+    if (taken) throw conflict(`cluster already has a machine named "${body.name}"`);
+    const now = clock.now();
+    const [row] = await db
+      .insert(machines)
+      .values({
+        id: newId('m'),
+        clusterId: cluster.id,
+        name: body.name,
+        role: body.role,
+        provider: body.provider,
+        address: body.address ?? null,
+        installDisk: body.installDisk ?? null,
+        patches: body.patches ?? [],
+        state: 'new',
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning();
+    return c.json(publicMachine(row!), 201);
+  });
+
+  app.get('/:id/machines', requireScope('read'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const rows = await c.var.deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id)).orderBy(machines.name);
+    return c.json({ machines: rows.map(publicMachine) });
+  });
+
+  app.get('/:id/machines/:mid', requireScope('read'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    return c.json(publicMachine(await loadMachine(c, cluster, c.req.param('mid'))));
+  });
+
+  app.patch('/:id/machines/:mid', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const machine = await loadMachine(c, cluster, c.req.param('mid'));
+    const body = await readJson(c, updateMachine);
+    const [row] = await c.var.deps.db
+      .update(machines)
+      .set({ ...body, updatedAt: c.var.deps.clock.now() })
+      .where(eq(machines.id, machine.id))
+      .returning();
+    return c.json(publicMachine(row!));
+  });
+
+  app.delete('/:id/machines/:mid', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const machine = await loadMachine(c, cluster, c.req.param('mid'));
+    const active = await c.var.deps.jobs.activeForCluster(cluster.id);
+    if (active) throw conflict('cluster has an active run', { activeRun: active.id });
+    await c.var.deps.db.delete(machines).where(eq(machines.id, machine.id));
+    await recordAudit(c, { action: 'machine.delete', target: machine.id, tenantId: cluster.tenantId });
+    return c.body(null, 204);
+  });
+
+  return app;
+}

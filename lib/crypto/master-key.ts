@@ -1,0 +1,34 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Parses a master key given as 64 hex characters or base64 of 32 bytes. */
+export function parseMasterKey(text: string): Buffer {
+  const t = text.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, 'hex') : Buffer.from(t, 'base64');
+  if (key.length !== 32) throw new Error('REZUS_MASTER_KEY must be 32 bytes, as 64 hex characters or base64');
+  return key;
+}
+
+/**
+ * The key from the environment, else the one in `<dataDir>/master.key`, created 0600 on first
+ * start. Created with O_EXCL so two runners starting at once cannot each write a different key.
+ */
+export async function loadMasterKey(dataDir: string, fromEnv: string | undefined): Promise<Buffer> {
+  if (fromEnv) return parseMasterKey(fromEnv);
+  const path = join(dataDir, 'master.key');
+  await mkdir(dataDir, { recursive: true });
+  try {
+    const fh = await open(path, 'wx', 0o600);
+    try {
+      const key = randomBytes(32);
+      await fh.writeFile(key.toString('base64') + '\n');
+      return key;
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return parseMasterKey(await readFile(path, 'utf8'));
+  }
+}

@@ -1,0 +1,235 @@
+import { and, asc, desc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { runEvents, runs } from '../../db/schema/index.ts';
+import { newId } from '../ids.ts';
+import type { Clock } from '../clock.ts';
+import type { RunBus } from './bus.ts';
+import type { EnqueueInput, Run, RunEvent, RunEventInput, RunState } from './types.ts';
+
+export class ActiveRunConflict extends Error {
+  constructor(readonly activeRunId: string) {
+    super(`cluster already has an active run: ${activeRunId}`);
+  }
+}
+
+export type Jobs = ReturnType<typeof createJobs>;
+
+const ACTIVE: RunState[] = ['queued', 'running'];
+
+function isUniqueViolation(err: unknown): boolean {
+  const text = String((err as { message?: string })?.message ?? err) + String((err as { cause?: unknown })?.cause ?? '');
+  return text.includes('UNIQUE constraint failed');
+}
+
+/**
+ * The run queue. Every transition is a single conditional UPDATE, so the database decides who
+ * wins when two workers (or a worker and a canceler) race; nothing relies on in-process locks.
+ */
+export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
+  const { db, clock, bus } = deps;
+
+  async function appendEvent(runId: string, e: RunEventInput): Promise<RunEvent> {
+    const at = clock.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const [row] = await db
+          .insert(runEvents)
+          .select(
+            db
+              .select({
+                runId: sql<string>`${runId}`.as('run_id'),
+                seq: sql<number>`coalesce(max(${runEvents.seq}), 0) + 1`.as('seq'),
+                at: sql<number>`${at}`.as('at'),
+                level: sql<string>`${e.level ?? 'info'}`.as('level'),
+                type: sql<string>`${e.type}`.as('type'),
+                message: sql<string>`${e.message}`.as('message'),
+                data: sql<string | null>`${e.data ? JSON.stringify(e.data) : null}`.as('data'),
+              })
+              .from(runEvents)
+              .where(eq(runEvents.runId, runId)),
+          )
+          .returning();
+        const event = row as RunEvent;
+        bus.publish(runId);
+        return event;
+      } catch (err) {
+        // Two writers took the same next seq; the second retries with the new max.
+        if (attempt < 3 && isUniqueViolation(err)) continue;
+        throw err;
+      }
+    }
+  }
+
+  async function get(id: string): Promise<Run | undefined> {
+    return (await db.select().from(runs).where(eq(runs.id, id)).get()) as Run | undefined;
+  }
+
+  async function activeForCluster(clusterId: string): Promise<Run | undefined> {
+    return (await db
+      .select()
+      .from(runs)
+      .where(and(eq(runs.clusterId, clusterId), eq(runs.exclusive, true), inArray(runs.state, ACTIVE)))
+      .get()) as Run | undefined;
+  }
+
+  return {
+    get,
+    activeForCluster,
+    appendEvent,
+
+    async enqueue(input: EnqueueInput): Promise<Run> {
+      const row = {
+        id: newId('run'),
+        kind: input.kind,
+        tenantId: input.tenantId ?? null,
+        clusterId: input.clusterId ?? null,
+        exclusive: input.exclusive,
+        state: 'queued' as const,
+        params: input.params ?? {},
+        createdBy: input.createdBy ?? null,
+        createdAt: clock.now(),
+      };
+      try {
+        const [run] = await db.insert(runs).values(row).returning();
+        await appendEvent(row.id, { type: 'queued', message: `${input.kind} run queued` });
+        bus.wake();
+        return run as Run;
+      } catch (err) {
+        if (input.clusterId && input.exclusive && isUniqueViolation(err)) {
+          const active = await activeForCluster(input.clusterId);
+          throw new ActiveRunConflict(active?.id ?? 'unknown');
+        }
+        throw err;
+      }
+    },
+
+    /** Atomically takes the oldest queued run of the given kinds. */
+    async claim(opts: { workerId: string; leaseMs: number; kinds: string[] }): Promise<Run | undefined> {
+      if (opts.kinds.length === 0) return undefined;
+      const now = clock.now();
+      const next = db
+        .select({ id: runs.id })
+        .from(runs)
+        .where(and(eq(runs.state, 'queued'), inArray(runs.kind, opts.kinds)))
+        .orderBy(asc(runs.createdAt), asc(runs.id))
+        .limit(1);
+      const [run] = await db
+        .update(runs)
+        .set({
+          state: 'running',
+          leaseOwner: opts.workerId,
+          leaseExpiresAt: now + opts.leaseMs,
+          startedAt: now,
+          attempt: sql`${runs.attempt} + 1`,
+        })
+        .where(and(eq(runs.id, sql`(${next})`), eq(runs.state, 'queued')))
+        .returning();
+      if (!run) return undefined;
+      await appendEvent(run.id, { type: 'started', message: `${run.kind} run started`, data: { worker: opts.workerId } });
+      return run as Run;
+    },
+
+    /** Extends the lease; answers whether the worker still owns the run and whether cancel was asked. */
+    async heartbeat(runId: string, workerId: string, leaseMs: number): Promise<{ owned: boolean; cancelRequested: boolean }> {
+      const [row] = await db
+        .update(runs)
+        .set({ leaseExpiresAt: clock.now() + leaseMs })
+        .where(and(eq(runs.id, runId), eq(runs.leaseOwner, workerId), eq(runs.state, 'running')))
+        .returning({ cancelRequested: runs.cancelRequested });
+      return { owned: !!row, cancelRequested: !!row?.cancelRequested };
+    },
+
+    async finish(
+      runId: string,
+      workerId: string,
+      outcome: { state: Exclude<RunState, 'queued' | 'running'>; result?: unknown; error?: string },
+    ): Promise<boolean> {
+      const [row] = await db
+        .update(runs)
+        .set({
+          state: outcome.state,
+          result: outcome.result ?? null,
+          error: outcome.error ?? null,
+          finishedAt: clock.now(),
+          leaseOwner: null,
+          leaseExpiresAt: null,
+        })
+        .where(and(eq(runs.id, runId), eq(runs.leaseOwner, workerId), eq(runs.state, 'running')))
+        .returning({ id: runs.id });
+      if (!row) return false;
+      await appendEvent(runId, {
+        level: outcome.state === 'succeeded' ? 'info' : outcome.state === 'canceled' ? 'warn' : 'error',
+        type: outcome.state,
+        message: outcome.error ? `run ${outcome.state}: ${outcome.error}` : `run ${outcome.state}`,
+      });
+      return true;
+    },
+
+    /** Queued runs are canceled at once; a running one is flagged and its worker aborts it. */
+    async requestCancel(runId: string): Promise<Run | undefined> {
+      const [queued] = await db
+        .update(runs)
+        .set({ state: 'canceled', finishedAt: clock.now(), cancelRequested: true })
+        .where(and(eq(runs.id, runId), eq(runs.state, 'queued')))
+        .returning();
+      if (queued) {
+        await appendEvent(runId, { level: 'warn', type: 'canceled', message: 'run canceled before it started' });
+        return queued as Run;
+      }
+      const [running] = await db
+        .update(runs)
+        .set({ cancelRequested: true })
+        .where(and(eq(runs.id, runId), eq(runs.state, 'running'), eq(runs.cancelRequested, false)))
+        .returning();
+      if (running) {
+        await appendEvent(runId, { level: 'warn', type: 'cancel_requested', message: 'cancel requested' });
+        bus.publish(runId);
+      }
+      return get(runId);
+    },
+
+    /** Runs whose lease ran out (their worker died) end as `interrupted`. */
+    async reapExpired(): Promise<string[]> {
+      const now = clock.now();
+      const expired = await db
+        .update(runs)
+        .set({ state: 'interrupted', finishedAt: now, error: 'lease expired: the worker stopped without finishing the run', leaseOwner: null })
+        .where(and(eq(runs.state, 'running'), lt(runs.leaseExpiresAt, now)))
+        .returning({ id: runs.id });
+      for (const { id } of expired) {
+        await appendEvent(id, { level: 'error', type: 'interrupted', message: 'run interrupted: its worker stopped (lease expired)' });
+      }
+      return expired.map((r) => r.id);
+    },
+
+    async events(runId: string, afterSeq = 0, limit = 1000): Promise<RunEvent[]> {
+      return (await db
+        .select()
+        .from(runEvents)
+        .where(and(eq(runEvents.runId, runId), gt(runEvents.seq, afterSeq)))
+        .orderBy(asc(runEvents.seq))
+        .limit(limit)) as RunEvent[];
+    },
+
+    async list(filter: { tenantId?: string; clusterId?: string; limit?: number }): Promise<Run[]> {
+      const where = and(
+        filter.tenantId ? eq(runs.tenantId, filter.tenantId) : undefined,
+        filter.clusterId ? eq(runs.clusterId, filter.clusterId) : undefined,
+      );
+      return (await db
+        .select()
+        .from(runs)
+        .where(where)
+        .orderBy(desc(runs.createdAt), desc(runs.id))
+        .limit(filter.limit ?? 100)) as Run[];
+    },
+
+    async countByState(): Promise<Record<string, number>> {
+      const rows = await db
+        .select({ state: runs.state, n: sql<number>`count(*)` })
+        .from(runs)
+        .groupBy(runs.state);
+      return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+    },
+  };
+}

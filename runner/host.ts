@@ -1,0 +1,93 @@
+import { serve, type ServerType } from '@hono/node-server';
+import { mkdir } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { openDatabase, runMigrations } from '../db/client.ts';
+import { createApp } from '../functions/app.ts';
+import type { Deps } from '../functions/deps.ts';
+import { createHttpMetrics } from '../functions/ops/http-metrics.ts';
+import { cronJobs, executors } from '../functions/registry.ts';
+import { systemClock } from '../lib/clock.ts';
+import { loadMasterKey } from '../lib/crypto/master-key.ts';
+import { createSealer } from '../lib/crypto/seal.ts';
+import { createRunBus } from '../lib/jobs/bus.ts';
+import { createJobs } from '../lib/jobs/queue.ts';
+import { createLogger } from '../lib/log.ts';
+import { ensureAdminToken } from './admin-token.ts';
+import type { RunnerConfig } from './config.ts';
+import { startCron } from './cron.ts';
+import { createWorker } from './worker.ts';
+
+export interface Host {
+  url: string;
+  port: number;
+  deps: Deps;
+  stop(): Promise<void>;
+}
+
+/** Starts everything the runner hosts: database, HTTP, worker, cron. */
+export async function startHost(config: RunnerConfig, print: (line: string) => void = console.log): Promise<Host> {
+  const log = createLogger(config.logLevel);
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
+  const database = await openDatabase({ url: config.dbUrl, authToken: config.dbAuthToken });
+  await runMigrations(database);
+  const clock = systemClock;
+  if (!config.adminToken) await ensureAdminToken(database.db, config.dataDir, clock.now(), print);
+
+  const bus = createRunBus();
+  const deps: Deps = {
+    database,
+    db: database.db,
+    jobs: createJobs({ db: database.db, clock, bus }),
+    bus,
+    sealer: createSealer(masterKey),
+    clock,
+    log,
+    settings: {
+      dataDir: config.dataDir,
+      adminToken: config.adminToken,
+      collectCron: config.collectCron,
+      followPollMs: 500,
+    },
+    metrics: createHttpMetrics(),
+  };
+
+  const app = createApp(deps);
+  const server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  const worker = createWorker({
+    deps,
+    executors: executors(),
+    workerId: `${hostname()}:${process.pid}`,
+    leaseMs: config.leaseMs,
+    concurrency: config.workerConcurrency,
+  });
+  worker.start();
+  const cron = startCron(cronJobs(deps), log);
+  const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
+  log.info('runner started', { url: `http://${shownHost}:${port}`, database: database.local ? 'embedded' : 'remote' });
+
+  let stopped: Promise<void> | undefined;
+  return {
+    url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : shownHost}:${port}`,
+    port,
+    deps,
+    stop() {
+      stopped ??= (async () => {
+        cron.stop();
+        // Stop accepting first; in-flight requests (SSE followers) are cut when the worker is done.
+        const closed = new Promise<void>((r) => server.close(() => r()));
+        await worker.stop(config.shutdownGraceS * 1000);
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+        await closed;
+        database.close();
+        log.info('runner stopped');
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
+import type { Run } from '../lib/jobs/types.ts';
+import type { Deps } from '../functions/deps.ts';
+
+type StopReason = 'cancel' | 'shutdown' | 'lease-lost';
+
+class Abort extends Error {
+  constructor(readonly reason: StopReason) {
+    super(reason === 'cancel' ? 'canceled' : reason === 'shutdown' ? 'runner shutting down' : 'lease lost');
+  }
+}
+
+export interface Worker {
+  start(): void;
+  /** Stops claiming, lets runs finish for graceMs, then aborts the rest; they end `interrupted`. */
+  stop(graceMs: number): Promise<void>;
+  readonly active: number;
+}
+
+export function createWorker(opts: {
+  deps: Deps;
+  executors: ExecutorRegistry<Deps>;
+  workerId: string;
+  leaseMs: number;
+  concurrency: number;
+  pollMs?: number;
+}): Worker {
+  const { deps, executors, workerId, leaseMs, concurrency } = opts;
+  const pollMs = opts.pollMs ?? 500;
+  const kinds = Object.keys(executors);
+  const active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  let stopping = false;
+  let loop: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+  const offWake = deps.bus.onWake(() => wake?.());
+
+  async function execute(run: Run): Promise<void> {
+    const controller = new AbortController();
+    const executor = executors[run.kind]!;
+    const beat = setInterval(() => {
+      deps.jobs.heartbeat(run.id, workerId, leaseMs).then(
+        (hb) => {
+          if (!hb.owned) controller.abort(new Abort('lease-lost'));
+          else if (hb.cancelRequested) controller.abort(new Abort('cancel'));
+        },
+        (err) => deps.log.warn('heartbeat failed', { run: run.id, error: String(err) }),
+      );
+    }, Math.max(200, Math.floor(leaseMs / 3)));
+    const entry = { controller, done: Promise.resolve() };
+    active.set(run.id, entry);
+    const reason = () => (controller.signal.reason instanceof Abort ? controller.signal.reason.reason : undefined);
+    try {
+      if (run.cancelRequested) controller.abort(new Abort('cancel'));
+      const result = await executor({
+        run,
+        signal: controller.signal,
+        deps,
+        emit: async (e) => {
+          await deps.jobs.appendEvent(run.id, e);
+        },
+      });
+      const why = reason();
+      if (why === 'cancel') await deps.jobs.finish(run.id, workerId, { state: 'canceled', result });
+      else if (why === 'shutdown') await deps.jobs.finish(run.id, workerId, { state: 'interrupted', error: 'runner shut down', result });
+      else if (why !== 'lease-lost') await deps.jobs.finish(run.id, workerId, { state: 'succeeded', result });
+    } catch (err) {
+      const why = reason();
+      const message = err instanceof Error ? err.message : String(err);
+      if (why === 'cancel') await deps.jobs.finish(run.id, workerId, { state: 'canceled' });
+      else if (why === 'shutdown') await deps.jobs.finish(run.id, workerId, { state: 'interrupted', error: 'runner shut down' });
+      else if (why !== 'lease-lost') await deps.jobs.finish(run.id, workerId, { state: 'failed', error: message });
+      if (!why) deps.log.warn('run failed', { run: run.id, kind: run.kind, error: message });
+    } finally {
+      clearInterval(beat);
+      active.delete(run.id);
+      wake?.();
+    }
+  }
+
+  async function tick(): Promise<void> {
+    await deps.jobs.reapExpired();
+    while (!stopping && active.size < concurrency) {
+      const run = await deps.jobs.claim({ workerId, leaseMs, kinds });
+      if (!run) break;
+      const entry = execute(run);
+      const a = active.get(run.id);
+      if (a) a.done = entry;
+    }
+  }
+
+  async function run(): Promise<void> {
+    while (!stopping) {
+      try {
+        await tick();
+      } catch (err) {
+        deps.log.error('worker tick failed', { error: String(err) });
+      }
+      if (stopping) break;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, pollMs);
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+  }
+
+  return {
+    start() {
+      loop ??= run();
+    },
+    async stop(graceMs) {
+      stopping = true;
+      wake?.();
+      await loop;
+      offWake();
+      const all = () => Promise.all([...active.values()].map((a) => a.done));
+      const timedOut = await Promise.race([all().then(() => false), sleep(graceMs).then(() => true)]);
+      if (timedOut) {
+        for (const a of active.values()) a.controller.abort(new Abort('shutdown'));
+        await all();
+      }
+    },
+    get active() {
+      return active.size;
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref?.());

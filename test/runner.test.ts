@@ -1,0 +1,139 @@
+import { execa, type ResultPromise } from 'execa';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../runner/config.ts';
+import { startCron } from '../runner/cron.ts';
+import { createLogger } from '../lib/log.ts';
+
+const TSX = join(import.meta.dirname, '..', 'node_modules', '.bin', 'tsx');
+const MAIN = join(import.meta.dirname, '..', 'runner', 'main.ts');
+
+/** Starts the real runner process and resolves once it logs that it listens. */
+async function startRunner(env: Record<string, string>) {
+  const child = execa(TSX, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, extendEnv: false, reject: false, all: true });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`runner did not start:\n${out}`)), 20_000);
+    child.all!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"msg":"runner started","url":"http:\/\/[^:]+:(\d+)"/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(`http://127.0.0.1:${m[1]}`);
+      }
+    });
+    child.catch(reject);
+  });
+  return { child, url, output: () => out };
+}
+
+let children: ResultPromise[] = [];
+let dirs: string[] = [];
+afterEach(async () => {
+  for (const c of children) c.kill('SIGKILL');
+  children = [];
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+  dirs = [];
+});
+
+describe('runner process', () => {
+  it('first start mints the admin token once, 0600, and shuts down cleanly on SIGTERM', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'rezus-runner-'));
+    dirs.push(dataDir);
+    const env = { REZUS_DATA_DIR: dataDir, REZUS_PORT: '0', REZUS_HOST: '127.0.0.1' };
+    const first = await startRunner(env);
+    children.push(first.child);
+    const tokenFile = join(dataDir, 'admin-token');
+    const token = (await readFile(tokenFile, 'utf8')).trim();
+    expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
+    expect(first.output()).toContain(token);
+
+    const res = await fetch(`${first.url}/v1/tenants`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+
+    first.child.kill('SIGTERM');
+    const result = await first.child;
+    expect(result.exitCode).toBe(0);
+    expect(result.all).toContain('runner stopped');
+
+    const second = await startRunner(env);
+    children.push(second.child);
+    expect(second.output()).not.toContain(token);
+    expect(second.output()).not.toContain('admin token created');
+    const again = await fetch(`${second.url}/v1/tenants`, { headers: { authorization: `Bearer ${token}` } });
+    expect(again.status).toBe(200);
+  });
+
+  it('takes the admin token from REZUS_ADMIN_TOKEN without writing one', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'rezus-runner-'));
+    dirs.push(dataDir);
+    const token = 'env-admin-token-0123456789';
+    const r = await startRunner({ REZUS_DATA_DIR: dataDir, REZUS_PORT: '0', REZUS_HOST: '127.0.0.1', REZUS_ADMIN_TOKEN: token });
+    children.push(r.child);
+    await expect(stat(join(dataDir, 'admin-token'))).rejects.toThrow();
+    expect(r.output()).not.toContain(token);
+    expect((await fetch(`${r.url}/v1/tenants`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+  });
+
+  it('exits with a clear message on bad configuration', async () => {
+    const res = await execa(TSX, [MAIN], { env: { PATH: process.env.PATH ?? '', REZUS_PORT: 'eighty' }, extendEnv: false, reject: false });
+    expect(res.exitCode).toBe(2);
+    expect(res.stderr).toMatch(/REZUS_PORT/);
+  });
+});
+
+describe('config', () => {
+  it('has embedded defaults', () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(8080);
+    expect(c.dbUrl).toMatch(/^file:.*\/data\/rezus\.db$/);
+    expect(c.collectCron).toBe('* * * * *');
+    expect(c.shutdownGraceS).toBe(30);
+    expect(c.retentionRawS).toBe(86400);
+  });
+  it('reads overrides and rejects nonsense', () => {
+    const c = loadConfig({ REZUS_DB_URL: 'libsql://db.example', REZUS_DB_AUTH_TOKEN: 't', REZUS_RETENTION_RAW: '90m' });
+    expect(c).toMatchObject({ dbUrl: 'libsql://db.example', dbAuthToken: 't', retentionRawS: 5400 });
+    expect(() => loadConfig({ REZUS_ADMIN_TOKEN: 'short' })).toThrow(/REZUS_ADMIN_TOKEN/);
+    expect(() => loadConfig({ REZUS_RETENTION_RAW: 'forever' })).toThrow(/duration/);
+  });
+});
+
+describe('cron', () => {
+  it('skips a tick while the previous run is still going', async () => {
+    const lines: string[] = [];
+    let running = 0;
+    let maxConcurrent = 0;
+    let runs = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const cron = startCron(
+      [
+        {
+          name: 'slow',
+          pattern: '* * * * * *',
+          run: async () => {
+            runs++;
+            running++;
+            maxConcurrent = Math.max(maxConcurrent, running);
+            await gate;
+            running--;
+          },
+        },
+      ],
+      createLogger('warn', (l) => lines.push(l)),
+    );
+    try {
+      for (let i = 0; i < 60 && !lines.some((l) => l.includes('skipped')); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(lines.some((l) => l.includes('cron tick skipped'))).toBe(true);
+      expect(maxConcurrent).toBe(1);
+      expect(runs).toBe(1);
+    } finally {
+      release();
+      cron.stop();
+    }
+  });
+});

@@ -1,0 +1,170 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createClient } from '@libsql/client';
+import type { Deps } from '../functions/deps.ts';
+import { backupExecutor } from '../functions/backup/index.ts';
+import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
+import { createWorker, type Worker } from '../runner/worker.ts';
+import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+
+let h: Harness;
+let worker: Worker | undefined;
+beforeEach(async () => {
+  h = await createHarness();
+});
+afterEach(async () => {
+  await worker?.stop(0);
+  worker = undefined;
+  await h.close();
+});
+
+function startWorker(executors: ExecutorRegistry<Deps>, leaseMs = 3000) {
+  worker = createWorker({ deps: h.deps, executors, workerId: 'test', leaseMs, concurrency: 2, pollMs: 50 });
+  worker.start();
+  return worker;
+}
+
+async function waitFor(runId: string, states: string[]) {
+  for (let i = 0; i < 400; i++) {
+    const run = await h.deps.jobs.get(runId);
+    if (run && states.includes(run.state)) return run;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`run ${runId} never reached ${states.join('|')}`);
+}
+
+/** Reads an SSE response to its end and returns the parsed events. */
+async function readSse(res: Response) {
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .filter((b) => b.trim())
+    .map((block) => {
+      const lines = block.split('\n');
+      const field = (k: string) => lines.find((l) => l.startsWith(`${k}:`))?.slice(k.length + 1).trim();
+      return { event: field('event'), id: field('id'), data: JSON.parse(field('data') ?? 'null') };
+    });
+}
+
+describe('backup run, end to end', () => {
+  it('queues over HTTP, runs on the worker, and writes a usable copy', async () => {
+    const { clusterId } = await seedCluster(h);
+    startWorker({ backup: backupExecutor });
+    const res = await h.call('POST', '/v1/backups');
+    expect(res.status).toBe(202);
+    const run = await waitFor(res.body.run.id, ['succeeded', 'failed']);
+    expect(run.state).toBe('succeeded');
+    const file = (run.result as { file: string }).file;
+    const copy = createClient({ url: `file:${file}` });
+    const rows = await copy.execute({ sql: 'SELECT id FROM clusters', args: [] });
+    expect(rows.rows.map((r) => r.id)).toEqual([clusterId]);
+    copy.close();
+
+    const events = await h.call('GET', `/v1/runs/${run.id}/events`);
+    expect(events.body.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'started', 'backup.start', 'backup.done', 'succeeded']);
+  });
+
+  it('is admin only', async () => {
+    const { tenantId } = await seedCluster(h);
+    const tok = await h.call('POST', `/v1/tenants/${tenantId}/tokens`, { body: { name: 'x' } });
+    expect((await h.call('POST', '/v1/backups', { token: tok.body.token })).status).toBe(403);
+  });
+});
+
+describe('runs API', () => {
+  it('streams a live run over SSE to its end, resuming after Last-Event-ID', async () => {
+    const { clusterId, tenantId } = await seedCluster(h);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    startWorker({
+      slow: async ({ emit }) => {
+        await emit({ type: 'step', message: 'one' });
+        await gate;
+        await emit({ type: 'step', message: 'two' });
+        return { ok: true };
+      },
+    });
+    const run = await h.deps.jobs.enqueue({ kind: 'slow', clusterId, tenantId, exclusive: true });
+    const pending = h.app.request(`/v1/runs/${run.id}/events`, {
+      headers: { authorization: `Bearer ${h.adminToken}`, accept: 'text/event-stream' },
+    });
+    await waitFor(run.id, ['running']);
+    setTimeout(release, 100);
+    const res = await pending;
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const events = await readSse(res);
+    const messages = events.filter((e) => e.event === 'run-event').map((e) => e.data.message);
+    expect(messages).toEqual(['slow run queued', 'slow run started', 'one', 'two', 'run succeeded']);
+    const end = events.at(-1)!;
+    expect(end.event).toBe('end');
+    expect(end.data.state).toBe('succeeded');
+
+    const resumed = await readSse(
+      await h.app.request(`/v1/runs/${run.id}/events`, {
+        headers: { authorization: `Bearer ${h.adminToken}`, accept: 'text/event-stream', 'last-event-id': '3' },
+      }),
+    );
+    expect(resumed.filter((e) => e.event === 'run-event').map((e) => e.data.seq)).toEqual([4, 5]);
+  });
+
+  it('a second cluster-changing run gets 409 with the active id, and cancel stops the running one', async () => {
+    const { clusterId, tenantId } = await seedCluster(h);
+    startWorker({
+      wait: async ({ signal, emit }) => {
+        await emit({ type: 'waiting', message: 'waiting for cancel' });
+        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      },
+    }, 600);
+    const run = await h.deps.jobs.enqueue({ kind: 'wait', clusterId, tenantId, exclusive: true });
+    await waitFor(run.id, ['running']);
+    const second = await h.deps.jobs.enqueue({ kind: 'wait', clusterId, tenantId, exclusive: true }).catch((e) => e);
+    expect(second.activeRunId).toBe(run.id);
+
+    const cancel = await h.call('POST', `/v1/runs/${run.id}/cancel`);
+    expect(cancel.status).toBe(202);
+    const done = await waitFor(run.id, ['canceled', 'failed', 'succeeded']);
+    expect(done.state).toBe('canceled');
+    const list = await h.call('GET', `/v1/runs?cluster=${clusterId}`);
+    expect(list.body.runs.map((r: { id: string; state: string }) => [r.id, r.state])).toEqual([[run.id, 'canceled']]);
+  });
+
+  it('a failing executor fails the run with its message', async () => {
+    startWorker({
+      boom: async () => {
+        throw new Error('disk on fire');
+      },
+    });
+    const run = await h.deps.jobs.enqueue({ kind: 'boom', exclusive: false });
+    const done = await waitFor(run.id, ['failed', 'succeeded']);
+    expect(done).toMatchObject({ state: 'failed', error: 'disk on fire' });
+  });
+
+  it('shutdown lets a short run finish, and interrupts a long one after the grace period', async () => {
+    let finishQuick!: () => void;
+    const quickGate = new Promise<void>((r) => (finishQuick = r));
+    const w = startWorker({
+      quick: async () => {
+        await quickGate;
+        return 'done';
+      },
+      long: async ({ signal }) => {
+        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      },
+    });
+    const quick = await h.deps.jobs.enqueue({ kind: 'quick', exclusive: false });
+    const long = await h.deps.jobs.enqueue({ kind: 'long', exclusive: false });
+    await waitFor(quick.id, ['running']);
+    await waitFor(long.id, ['running']);
+    setTimeout(finishQuick, 50);
+    await w.stop(400);
+    expect((await h.deps.jobs.get(quick.id))?.state).toBe('succeeded');
+    const l = await h.deps.jobs.get(long.id);
+    expect(l).toMatchObject({ state: 'interrupted', error: 'runner shut down' });
+    worker = undefined;
+  });
+
+  it('rejects bad query parameters with 400', async () => {
+    expect((await h.call('GET', '/v1/runs?cluster=../../etc')).status).toBe(400);
+    expect((await h.call('GET', '/v1/runs?limit=9999')).status).toBe(400);
+    expect((await h.call('GET', '/v1/runs?bogus=1')).status).toBe(400);
+  });
+});

@@ -1,0 +1,99 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+// Response bodies are whatever the API sent; tests assert on their shape.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+import { openDatabase, runMigrations } from '../../db/client.ts';
+import { createApp, type AppOptions } from '../../functions/app.ts';
+import type { Deps } from '../../functions/deps.ts';
+import { createHttpMetrics } from '../../functions/ops/http-metrics.ts';
+import type { Clock } from '../../lib/clock.ts';
+import { createSealer } from '../../lib/crypto/seal.ts';
+import { createRunBus } from '../../lib/jobs/bus.ts';
+import { createJobs } from '../../lib/jobs/queue.ts';
+import { silentLogger } from '../../lib/log.ts';
+
+export interface Harness {
+  deps: Deps;
+  app: ReturnType<typeof createApp>;
+  dir: string;
+  dbFile: string;
+  masterKey: Buffer;
+  adminToken: string;
+  /** JSON request through the real Hono app (no socket). */
+  call(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: Json; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export function manualClock(start = Date.UTC(2026, 11, 2, 12, 0, 0)): Clock & { advance(ms: number): void; set(ms: number): void } {
+  let now = start;
+  return { now: () => now, advance: (ms) => void (now += ms), set: (ms) => void (now = ms) };
+}
+
+export async function createHarness(opts: { clock?: Clock; app?: AppOptions; patchDeps?: (d: Deps) => void } = {}): Promise<Harness> {
+  const dir = await mkdtemp(join(tmpdir(), 'rezus-test-'));
+  const dbFile = join(dir, 'rezus.db');
+  const database = await openDatabase({ url: `file:${dbFile}` });
+  await runMigrations(database);
+  const masterKey = randomBytes(32);
+  const clock = opts.clock ?? { now: () => Date.now() };
+  const bus = createRunBus();
+  const adminToken = 'test-admin-' + randomBytes(16).toString('hex');
+  const deps: Deps = {
+    database,
+    db: database.db,
+    jobs: createJobs({ db: database.db, clock, bus }),
+    bus,
+    sealer: createSealer(masterKey),
+    clock,
+    log: silentLogger,
+    settings: { dataDir: dir, adminToken, collectCron: '* * * * *', followPollMs: 50 },
+    metrics: createHttpMetrics(),
+  };
+  opts.patchDeps?.(deps);
+  const app = createApp(deps, opts.app);
+  return {
+    deps,
+    app,
+    dir,
+    dbFile,
+    masterKey,
+    adminToken,
+    async call(method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const token = o.token === undefined ? adminToken : o.token;
+      if (token) headers.authorization = `Bearer ${token}`;
+      let body: string | undefined;
+      if (o.body !== undefined) {
+        body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await app.request(path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        /* not JSON: keep the text */
+      }
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+    async close() {
+      database.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates a tenant and a cluster, returning their ids. */
+export async function seedCluster(h: Harness, name = 'home', extra: Record<string, unknown> = {}) {
+  const t = await h.call('POST', '/v1/tenants', { body: { name } });
+  const cl = await h.call('POST', '/v1/clusters', {
+    body: { tenant: t.body.id, name: 'c1', talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: 'https://[2001:db8::1]:6443', ...extra },
+  });
+  if (cl.status !== 201) throw new Error(`seed cluster failed: ${cl.status} ${JSON.stringify(cl.body)}`);
+  return { tenantId: t.body.id as string, clusterId: cl.body.id as string };
+}
