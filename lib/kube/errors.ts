@@ -1,0 +1,72 @@
+// Failures of the Kubernetes collection, reduced to the few kinds a caller acts on. Messages name
+// the endpoint (host and path) and the server's own status text; never headers, keys or tokens.
+
+export type KubeErrorCode = 'unreachable' | 'deadline' | 'unauthenticated' | 'forbidden' | 'tls' | 'http';
+
+export class KubeApiError extends Error {
+  override readonly name = 'KubeApiError';
+  constructor(
+    readonly code: KubeErrorCode,
+    message: string,
+    /** HTTP status when the server answered. */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+// TLS alerts the server sends when it refuses our client certificate: that is an identity
+// problem (wrong CA, expired cert), not a transport one.
+const CLIENT_CERT_REJECTED = /ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_REQUIRED|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|CERTIFICATE_UNKNOWN|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED|DECRYPT_ERROR|HANDSHAKE_FAILURE)/;
+// Our own verification of the server certificate failing.
+const SERVER_CERT_BAD = /^(UNABLE_TO_|SELF_SIGNED_CERT|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_|ERR_TLS_CERT_ALTNAME_INVALID|ERR_SSL_|EPROTO|ERR_TLS_)/;
+const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EADDRNOTAVAIL', 'UND_ERR_SOCKET']);
+
+function causeCode(err: unknown): string | undefined {
+  // node-fetch wraps the socket error and copies its code; follow `cause` too for other layers.
+  for (let e: unknown = err, i = 0; e && typeof e === 'object' && i < 4; e = (e as { cause?: unknown }).cause, i++) {
+    const c = (e as { code?: unknown }).code;
+    if (typeof c === 'string') return c;
+  }
+  return undefined;
+}
+
+function lowLevelText(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  // node-fetch prefixes "request to <url> failed, reason: "; the url is already in our message.
+  return msg.replace(/^request to \S+ failed, reason: /, '').slice(0, 300);
+}
+
+/** Classifies a transport failure (no HTTP answer) for `endpoint`. */
+export function transportError(endpoint: string, err: unknown): KubeApiError {
+  const code = causeCode(err) ?? '';
+  const text = lowLevelText(err);
+  if (CLIENT_CERT_REJECTED.test(code) || CLIENT_CERT_REJECTED.test(text.toUpperCase().replace(/ /g, '_'))) {
+    return new KubeApiError('unauthenticated', `${endpoint}: client certificate rejected by the server (${text})`);
+  }
+  if (UNREACHABLE.has(code)) return new KubeApiError('unreachable', `${endpoint}: ${code} (${text})`);
+  if (SERVER_CERT_BAD.test(code)) return new KubeApiError('tls', `${endpoint}: TLS failure ${code} (${text})`);
+  return new KubeApiError('unreachable', `${endpoint}: ${text}`);
+}
+
+function statusMessage(body: unknown): string {
+  let b: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      b = JSON.parse(body);
+    } catch {
+      return body.slice(0, 200);
+    }
+  }
+  const m = b && typeof b === 'object' ? (b as { message?: unknown }).message : undefined;
+  return typeof m === 'string' ? m.slice(0, 200) : '';
+}
+
+/** Classifies an HTTP answer with a non-success status for `endpoint`. */
+export function httpError(endpoint: string, status: number, body: unknown): KubeApiError {
+  const detail = statusMessage(body);
+  const suffix = detail ? `: ${detail}` : '';
+  if (status === 401) return new KubeApiError('unauthenticated', `${endpoint}: 401 Unauthorized${suffix}`, status);
+  if (status === 403) return new KubeApiError('forbidden', `${endpoint}: 403 Forbidden${suffix}`, status);
+  return new KubeApiError('http', `${endpoint}: HTTP ${status}${suffix}`, status);
+}
