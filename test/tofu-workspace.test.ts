@@ -6,7 +6,15 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveTofuBinary } from '../lib/tofu/binary.ts';
 import type { RunEvent, TofuMessage } from '../lib/tofu/messages.ts';
-import { BACKEND_FILE, machineAddressesFrom, moduleDirFor, TofuCommandError, TofuWorkspace } from '../lib/tofu/workspace.ts';
+import {
+  BACKEND_FILE,
+  machineAddressesFrom,
+  moduleDirFor,
+  removeStaleRunFiles,
+  TofuCommandError,
+  TofuWorkspace,
+  workDirFor,
+} from '../lib/tofu/workspace.ts';
 import type { TofuWorkspaceOptions } from '../lib/tofu/workspace.ts';
 
 const modulesRoot = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'modules');
@@ -300,5 +308,23 @@ output "token" {
     expect(all).not.toContain('fake-cloud-credential-xyz987');
     expect(all).not.toContain('sensitive-output-value-123');
     expect(events.some((e) => e.type === 'tofu.outputs')).toBe(true);
+  });
+});
+
+describe('paths and leftovers', () => {
+  it('refuses ids that would leave the work root', () => {
+    expect(() => workDirFor(dataDir, '..', 'c')).toThrow(/invalid tenant id/);
+    expect(() => workDirFor(dataDir, 't', 'a/../../b')).toThrow(/invalid cluster id/);
+    expect(() => moduleDirFor(modulesRoot, '../etc')).toThrow(/invalid provider/);
+  });
+
+  it('removes run files a crashed process left behind', async () => {
+    const ws = workspace('cluster-crash');
+    const left = await ws.createRunFiles({ cluster_name: 'x', machines: {} });
+    const kept = await readdir(path.join(dataDir, 'runs'));
+    expect(kept).toContain(path.basename(left.dir));
+    expect(await removeStaleRunFiles(dataDir)).toBeGreaterThanOrEqual(1);
+    expect(existsSync(left.dir)).toBe(false);
+    expect(await removeStaleRunFiles(path.join(root, 'no-such-dir'))).toBe(0);
   });
 });

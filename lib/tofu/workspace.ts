@@ -108,6 +108,23 @@ export function workDirFor(dataDir: string, tenantId: string, clusterId: string)
   return path.join(dataDir, 'work', tenantId, clusterId);
 }
 
+/**
+ * Removes run directories left by a process that died mid-run: they hold machine configs. Call
+ * at start, before any run begins.
+ */
+export async function removeStaleRunFiles(dataDir: string): Promise<number> {
+  const root = path.join(dataDir, 'runs');
+  let entries: string[];
+  try {
+    entries = await readdir(root);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+  await Promise.all(entries.map((e) => rm(path.join(root, e), { recursive: true, force: true })));
+  return entries.length;
+}
+
 /** Every machine's user_data is a Talos machine config: a secret. */
 function userDataOf(vars: Record<string, unknown>): string[] {
   const machines = vars.machines;
