@@ -129,4 +129,10 @@ describe('runTofu', () => {
     expect(r.stderrTail).toContain('line 2999');
     expect(r.stderrTail).not.toContain('line 0 ');
   });
+
+  it('reports a binary that cannot be started', async () => {
+    const r = await runTofu({ binary: path.join(dir, 'no-such-tofu'), subcommand: 'plan', cwd: dir, dataDir: dir, pathEnv: PATH });
+    expect(r.startError).toMatch(/no-such-tofu: ENOENT/);
+    expect(r.exitCode).toBeUndefined();
+  });
 });

@@ -126,7 +126,13 @@ describe('TofuWorkspace on modules/local (real tofu, local backend)', () => {
     try {
       const plan = await ws.plan({ varFile: run.varFile, outFile: run.planFile, onEvent });
       expect(plan.resources).toEqual([{ address: 'terraform_data.machine["cp-2"]', action: 'update' }]);
+      // A second plan made from the same state goes stale once the first is applied.
+      const other = path.join(run.dir, 'other.tfplan');
+      await ws.plan({ varFile: run.varFile, outFile: other });
       await ws.apply(run.planFile, { onEvent });
+      const err = await ws.apply(other).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TofuCommandError);
+      expect((err as Error).message).toMatch(/stale/i);
     } finally {
       await run.dispose();
     }
@@ -186,7 +192,9 @@ describe('cancel mid-apply', () => {
           signal: ac.signal,
           onEvent: (e) => {
             events.push(e);
-            if (e.type === 'tofu.apply_start') ac.abort();
+            // Abort once the create is under way and its provisioner (the 30 s sleep) has begun,
+            // so the interrupt always lands mid-apply.
+            if (e.type === 'tofu.provision_start') ac.abort();
           },
         })
         .catch((e: unknown) => e);
@@ -194,7 +202,11 @@ describe('cancel mid-apply', () => {
       const e = err as TofuCommandError;
       expect(e.canceled).toBe(true);
       expect(e.result.forceKilled).toBe(false);
-      expect(events.map((x) => x.type)).toContain('tofu.apply_errored');
+      const types = events.map((x) => x.type);
+      expect(types.indexOf('tofu.apply_start')).toBeGreaterThanOrEqual(0);
+      expect(types.indexOf('tofu.apply_start')).toBeLessThan(types.indexOf('tofu.provision_start'));
+      expect(types).toContain('tofu.apply_errored');
+      expect(types).not.toContain('tofu.apply_complete');
     } finally {
       await run.dispose();
     }

@@ -54,6 +54,8 @@ export interface TofuExecResult {
   textTail: string;
   /** A stream error such as an unsupported UI version; the run was stopped because of it. */
   protocolError?: Error;
+  /** Set when the binary could not be started at all (e.g. ENOENT). */
+  startError?: string;
 }
 
 const TAIL_LIMIT = 16 * 1024;
@@ -202,6 +204,10 @@ export async function runTofu(opts: TofuExecOptions): Promise<TofuExecResult> {
   if (deadline) clearTimeout(deadline);
   opts.signal?.removeEventListener('abort', onAbort);
 
+  // No exit code and no signal: the process never ran.
+  const startError =
+    result.failed && result.exitCode === undefined && !result.signal ? `${opts.binary}: ${result.code ?? 'spawn failed'}` : undefined;
+
   return {
     exitCode: result.exitCode,
     canceled,
@@ -211,5 +217,6 @@ export async function runTofu(opts: TofuExecOptions): Promise<TofuExecResult> {
     stderrTail: stderrTail.toString(),
     textTail: textTail.toString(),
     ...(protocolError ? { protocolError } : {}),
+    ...(startError ? { startError } : {}),
   };
 }

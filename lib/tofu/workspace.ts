@@ -73,12 +73,14 @@ export interface RunFiles {
 export class TofuCommandError extends Error {
   constructor(
     readonly subcommand: TofuSubcommand,
-    readonly result: Pick<TofuExecResult, 'exitCode' | 'canceled' | 'timedOut' | 'forceKilled'>,
+    readonly result: Pick<TofuExecResult, 'exitCode' | 'canceled' | 'timedOut' | 'forceKilled' | 'startError'>,
     /** Scrubbed diagnostic summaries and the scrubbed tail of stderr. */
     readonly diagnostics: string[],
     readonly stderr: string,
   ) {
-    const why = result.canceled
+    const why = result.startError
+      ? `could not start (${result.startError})`
+      : result.canceled
       ? 'was canceled'
       : result.timedOut
         ? 'timed out'
