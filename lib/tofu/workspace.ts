@@ -70,6 +70,13 @@ export interface RunFiles {
   dispose(): Promise<void>;
 }
 
+function describeEnd(r: Pick<TofuExecResult, 'exitCode' | 'canceled' | 'timedOut' | 'startError'>): string {
+  if (r.startError) return `could not start (${r.startError})`;
+  if (r.canceled) return 'was canceled';
+  if (r.timedOut) return 'timed out';
+  return `failed (exit ${r.exitCode ?? 'signal'})`;
+}
+
 export class TofuCommandError extends Error {
   constructor(
     readonly subcommand: TofuSubcommand,
@@ -78,13 +85,7 @@ export class TofuCommandError extends Error {
     readonly diagnostics: string[],
     readonly stderr: string,
   ) {
-    const why = result.startError
-      ? `could not start (${result.startError})`
-      : result.canceled
-      ? 'was canceled'
-      : result.timedOut
-        ? 'timed out'
-        : `failed (exit ${result.exitCode ?? 'signal'})`;
+    const why = describeEnd(result);
     const first = diagnostics[0] ?? stderr.trim().split('\n').slice(-1)[0] ?? '';
     super(`tofu ${subcommand} ${why}${first ? `: ${first}` : ''}`);
     this.name = 'TofuCommandError';
