@@ -1,0 +1,56 @@
+/**
+ * Scrubs known secret strings (credentials, machine configs) out of text before it becomes a
+ * run event. Secrets are also matched in the encodings tofu may print them in.
+ */
+export const REDACTED = '[redacted]';
+
+/** Shorter strings would scrub ordinary words out of messages. */
+const MIN_SECRET_LENGTH = 6;
+/** Lines of a multi-line secret (a machine config) that are long enough to be worth hiding alone. */
+const MIN_LINE_LENGTH = 20;
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+export function secretVariants(secret: string): string[] {
+  const out = new Set<string>([secret]);
+  out.add(Buffer.from(secret, 'utf8').toString('base64'));
+  const jsonEscaped = JSON.stringify(secret).slice(1, -1);
+  out.add(jsonEscaped);
+  if (secret.includes('\n')) {
+    for (const line of secret.split('\n')) {
+      const t = line.trim();
+      if (t.length >= MIN_LINE_LENGTH) out.add(t);
+    }
+  }
+  return [...out].filter((s) => s.length >= MIN_SECRET_LENGTH);
+}
+
+export class Redactor {
+  private readonly pattern: RegExp | undefined;
+
+  constructor(secrets: Iterable<string>) {
+    const all = new Set<string>();
+    for (const s of secrets) if (s && s.length >= MIN_SECRET_LENGTH) for (const v of secretVariants(s)) all.add(v);
+    // Longest first so a secret is replaced whole before any of its lines.
+    const sorted = [...all].sort((a, b) => b.length - a.length);
+    this.pattern = sorted.length ? new RegExp(sorted.map(escapeRegExp).join('|'), 'g') : undefined;
+  }
+
+  text(s: string): string {
+    return this.pattern ? s.replace(this.pattern, REDACTED) : s;
+  }
+
+  /** Deep copy of a JSON-like value with every string scrubbed. */
+  value<T>(v: T): T {
+    if (typeof v === 'string') return this.text(v) as T;
+    if (Array.isArray(v)) return v.map((x) => this.value(x)) as T;
+    if (v && typeof v === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) out[this.text(k)] = this.value(x);
+      return out as T;
+    }
+    return v;
+  }
+}

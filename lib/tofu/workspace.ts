@@ -1,0 +1,281 @@
+import { randomUUID } from 'node:crypto';
+import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { backendBlock, backendConfigArgs, backendEnv, backendSecrets } from './backend.ts';
+import type { TofuBackend } from './backend.ts';
+import { runTofu } from './executor.ts';
+import type { TofuExecResult, TofuSubcommand } from './executor.ts';
+import { isChangeSummary, isDiagnostic, isPlannedChange, toRunEvent } from './messages.ts';
+import type { ChangeAction, ChangeSummaryMessage, RunEvent, TofuMessage } from './messages.ts';
+import { Redactor } from './redact.ts';
+
+export interface TofuWorkspaceOptions {
+  binary: string;
+  dataDir: string;
+  tenantId: string;
+  clusterId: string;
+  /** The module to run, e.g. `modules/hetzner` (see moduleDirFor). */
+  moduleDir: string;
+  backend: TofuBackend;
+  /** PATH for tofu (provider plugins may call helpers on it). */
+  pathEnv: string;
+  /** Provider credentials for the tenant, e.g. HCLOUD_TOKEN. Their values are treated as secrets. */
+  env?: Record<string, string>;
+  /** More strings that must never show in events or errors. */
+  secrets?: string[];
+  graceMs?: number;
+  timeoutMs?: number;
+  /** How long tofu waits for a held state lock, e.g. "30s". */
+  lockTimeout?: string;
+}
+
+export interface CommandHooks {
+  signal?: AbortSignal;
+  /** Redacted events for the run log. */
+  onEvent?: (e: RunEvent) => void;
+  /** Raw messages; they may carry secrets, keep them in memory only. */
+  onMessage?: (m: TofuMessage) => void;
+}
+
+export interface PlanSummary {
+  add: number;
+  change: number;
+  destroy: number;
+}
+
+export interface PlanResult {
+  summary: PlanSummary;
+  resources: { address: string; action: ChangeAction }[];
+  /** Resources or outputs would change (tofu's -detailed-exitcode 2). */
+  hasChanges: boolean;
+  planFile?: string;
+}
+
+export interface ApplyResult {
+  summary: PlanSummary;
+}
+
+export interface TofuOutput {
+  sensitive: boolean;
+  type: unknown;
+  value: unknown;
+}
+
+/** Files of one run that hold secrets (variables, the saved plan); removed by dispose(). */
+export interface RunFiles {
+  dir: string;
+  varFile: string;
+  planFile: string;
+  dispose(): Promise<void>;
+}
+
+function describeEnd(r: Pick<TofuExecResult, 'exitCode' | 'canceled' | 'timedOut' | 'startError'>): string {
+  if (r.startError) return `could not start (${r.startError})`;
+  if (r.canceled) return 'was canceled';
+  if (r.timedOut) return 'timed out';
+  return `failed (exit ${r.exitCode ?? 'signal'})`;
+}
+
+export class TofuCommandError extends Error {
+  constructor(
+    readonly subcommand: TofuSubcommand,
+    readonly result: Pick<TofuExecResult, 'exitCode' | 'canceled' | 'timedOut' | 'forceKilled' | 'startError'>,
+    /** Scrubbed diagnostic summaries and the scrubbed tail of stderr. */
+    readonly diagnostics: string[],
+    readonly stderr: string,
+  ) {
+    const why = describeEnd(result);
+    const first = diagnostics[0] ?? stderr.trim().split('\n').slice(-1)[0] ?? '';
+    super(`tofu ${subcommand} ${why}${first ? `: ${first}` : ''}`);
+    this.name = 'TofuCommandError';
+  }
+  get canceled(): boolean {
+    return this.result.canceled;
+  }
+}
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const KEEP_IN_WORKDIR = new Set(['.terraform', '.terraform.lock.hcl']);
+export const BACKEND_FILE = '_backend.tf';
+
+export function moduleDirFor(modulesRoot: string, provider: string): string {
+  if (!ID.test(provider)) throw new Error(`invalid provider name ${JSON.stringify(provider)}`);
+  return path.join(modulesRoot, provider);
+}
+
+export function workDirFor(dataDir: string, tenantId: string, clusterId: string): string {
+  for (const [what, v] of [['tenant', tenantId], ['cluster', clusterId]] as const) {
+    if (!ID.test(v) || v === '.' || v === '..') throw new Error(`invalid ${what} id ${JSON.stringify(v)}`);
+  }
+  return path.join(dataDir, 'work', tenantId, clusterId);
+}
+
+/**
+ * Removes run directories left by a process that died mid-run: they hold machine configs. Call
+ * at start, before any run begins.
+ */
+export async function removeStaleRunFiles(dataDir: string): Promise<number> {
+  const root = path.join(dataDir, 'runs');
+  let entries: string[];
+  try {
+    entries = await readdir(root);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+  await Promise.all(entries.map((e) => rm(path.join(root, e), { recursive: true, force: true })));
+  return entries.length;
+}
+
+/** Every machine's user_data is a Talos machine config: a secret. */
+function userDataOf(vars: Record<string, unknown>): string[] {
+  const machines = vars.machines;
+  if (!machines || typeof machines !== 'object') return [];
+  return Object.values(machines as Record<string, unknown>)
+    .map((m) => (m && typeof m === 'object' ? (m as Record<string, unknown>).user_data : undefined))
+    .filter((u): u is string => typeof u === 'string');
+}
+
+function summaryOf(m: ChangeSummaryMessage): PlanSummary {
+  return { add: m.changes.add, change: m.changes.change, destroy: m.changes.remove };
+}
+
+export class TofuWorkspace {
+  readonly dir: string;
+  private readonly secrets = new Set<string>();
+
+  constructor(private readonly opts: TofuWorkspaceOptions) {
+    this.dir = workDirFor(opts.dataDir, opts.tenantId, opts.clusterId);
+    for (const v of Object.values(opts.env ?? {})) this.secrets.add(v);
+    for (const s of backendSecrets(opts.backend)) this.secrets.add(s);
+    for (const s of opts.secrets ?? []) this.secrets.add(s);
+  }
+
+  /** Copies the module afresh (stale files from an older module version are removed) and writes the backend block. */
+  async sync(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    for (const entry of await readdir(this.dir)) {
+      if (!KEEP_IN_WORKDIR.has(entry)) await rm(path.join(this.dir, entry), { recursive: true, force: true });
+    }
+    await cp(this.opts.moduleDir, this.dir, {
+      recursive: true,
+      filter: (src) => !KEEP_IN_WORKDIR.has(path.basename(src)) && !src.endsWith('.tfstate'),
+    });
+    await writeFile(path.join(this.dir, BACKEND_FILE), backendBlock(this.opts.backend), { mode: 0o600 });
+  }
+
+  /** A private directory for one run's variables and plan; call dispose() when the run ends. */
+  async createRunFiles(vars: Record<string, unknown>): Promise<RunFiles> {
+    for (const u of userDataOf(vars)) this.secrets.add(u);
+    const root = path.join(this.opts.dataDir, 'runs');
+    await mkdir(root, { recursive: true, mode: 0o700 });
+    const dir = path.join(root, `${this.opts.tenantId}-${this.opts.clusterId}-${randomUUID()}`);
+    await mkdir(dir, { mode: 0o700 });
+    const varFile = path.join(dir, 'vars.tfvars.json');
+    await writeFile(varFile, JSON.stringify(vars), { mode: 0o600, flag: 'wx' });
+    return { dir, varFile, planFile: path.join(dir, 'run.tfplan'), dispose: () => rm(dir, { recursive: true, force: true }) };
+  }
+
+  /** Adds strings to scrub (e.g. a token generated after the workspace was opened). */
+  addSecrets(...secrets: string[]): void {
+    for (const s of secrets) this.secrets.add(s);
+  }
+
+  redactor(): Redactor {
+    return new Redactor(this.secrets);
+  }
+
+  async init(hooks: CommandHooks = {}): Promise<void> {
+    await this.sync();
+    await this.exec('init', ['-reconfigure', ...backendConfigArgs(this.opts.backend)], hooks);
+  }
+
+  async plan(o: CommandHooks & { varFile: string; destroy?: boolean; outFile?: string }): Promise<PlanResult> {
+    await this.sync();
+    const args = ['-detailed-exitcode', `-var-file=${o.varFile}`, ...this.lockArgs()];
+    if (o.destroy) args.push('-destroy');
+    if (o.outFile) args.push(`-out=${o.outFile}`);
+    const summary: PlanSummary = { add: 0, change: 0, destroy: 0 };
+    const resources: PlanResult['resources'] = [];
+    const result = await this.exec('plan', args, o, (m) => {
+      if (m.type === 'planned_change' && isPlannedChange(m)) resources.push({ address: m.change.resource.addr, action: m.change.action });
+      if (isChangeSummary(m)) Object.assign(summary, summaryOf(m));
+    }, [0, 2]);
+    return { summary, resources, hasChanges: result.exitCode === 2, ...(o.outFile ? { planFile: o.outFile } : {}) };
+  }
+
+  /** Applies a saved plan; tofu refuses it if the state changed since the plan was made. */
+  async apply(planFile: string, hooks: CommandHooks = {}): Promise<ApplyResult> {
+    await this.sync();
+    const summary: PlanSummary = { add: 0, change: 0, destroy: 0 };
+    await this.exec('apply', [...this.lockArgs(), planFile], hooks, (m) => {
+      if (isChangeSummary(m)) Object.assign(summary, summaryOf(m));
+    });
+    return { summary };
+  }
+
+  /** `output -json`: values of sensitive outputs included, so never log the result whole. */
+  async outputs(hooks: CommandHooks = {}): Promise<Record<string, TofuOutput>> {
+    const r = await this.exec('output', [], hooks);
+    const parsed = JSON.parse(r.stdout || '{}') as Record<string, TofuOutput>;
+    return parsed;
+  }
+
+  /** `show -json <plan>`: the saved plan's resource_changes and prior_state. Holds variable values. */
+  async showPlan(planFile: string, hooks: CommandHooks = {}): Promise<Record<string, unknown>> {
+    const r = await this.exec('show', [planFile], hooks);
+    return JSON.parse(r.stdout) as Record<string, unknown>;
+  }
+
+  private lockArgs(): string[] {
+    return this.opts.lockTimeout ? [`-lock-timeout=${this.opts.lockTimeout}`] : [];
+  }
+
+  private async exec(
+    subcommand: TofuSubcommand,
+    args: string[],
+    hooks: CommandHooks,
+    collect?: (m: TofuMessage) => void,
+    okCodes: number[] = [0],
+  ): Promise<TofuExecResult> {
+    const redactor = this.redactor();
+    const diagnostics: string[] = [];
+    const result = await runTofu({
+      binary: this.opts.binary,
+      subcommand,
+      args,
+      cwd: this.dir,
+      dataDir: this.opts.dataDir,
+      pathEnv: this.opts.pathEnv,
+      env: { ...this.opts.env, ...backendEnv(this.opts.backend) },
+      signal: hooks.signal,
+      graceMs: this.opts.graceMs,
+      timeoutMs: this.opts.timeoutMs,
+      onMessage: (m) => {
+        if (isDiagnostic(m) && m.diagnostic.severity === 'error') diagnostics.push(redactor.text(m.diagnostic.summary));
+        collect?.(m);
+        hooks.onMessage?.(m);
+        hooks.onEvent?.(toRunEvent(m, { redactor }));
+      },
+    });
+    if (result.protocolError) throw result.protocolError;
+    if (result.canceled || result.timedOut || result.exitCode === undefined || !okCodes.includes(result.exitCode)) {
+      throw new TofuCommandError(subcommand, result, diagnostics, redactor.text(result.stderrTail));
+    }
+    return result;
+  }
+}
+
+const machineAddresses = z.record(
+  z.string(),
+  z.object({ ipv4: z.string().nullable(), ipv6: z.string().nullable() }),
+);
+export type MachineAddresses = z.infer<typeof machineAddresses>;
+
+/** The `machines` output every module in modules/ provides: name → { ipv4, ipv6 }. */
+export function machineAddressesFrom(outputs: Record<string, TofuOutput>): MachineAddresses {
+  const out = outputs.machines;
+  if (!out) return {};
+  return machineAddresses.parse(out.value);
+}

@@ -1,0 +1,138 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runTofu } from '../lib/tofu/executor.ts';
+import type { TofuMessage } from '../lib/tofu/messages.ts';
+import { UnsupportedUiVersionError } from '../lib/tofu/messages.ts';
+
+// These use small shell scripts standing in for tofu, to drive the executor into states a real
+// run reaches only by chance (a process that ignores SIGINT, a stream that waits on us).
+let dir: string;
+const PATH = process.env.PATH ?? '/usr/bin:/bin';
+const msg = (type: string, extra = '') =>
+  `{"@level":"info","@message":"${type}","@module":"tofu.ui","@timestamp":"2026-01-01T00:00:00Z","type":"${type}"${extra}}`;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'rezus-tofu-exec-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function fakeTofu(name: string, body: string): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, `#!/bin/sh\n${body}\n`);
+  await chmod(file, 0o755);
+  return file;
+}
+
+describe('runTofu', () => {
+  it('delivers messages while the process is still running', async () => {
+    const gate = path.join(dir, 'gate');
+    // The script only finishes once the test has seen its first message and opened the gate.
+    const bin = await fakeTofu(
+      'streaming',
+      `echo '${msg('version', ',"tofu":"1.9.0","ui":"1.2"')}'\nwhile [ ! -f ${gate} ]; do sleep 0.05; done\necho 'plain text line'\necho '${msg('log')}'`,
+    );
+    const seen: TofuMessage[] = [];
+    const r = await runTofu({
+      binary: bin,
+      subcommand: 'plan',
+      cwd: dir,
+      dataDir: dir,
+      pathEnv: PATH,
+      timeoutMs: 20_000,
+      onMessage: (m) => {
+        seen.push(m);
+        if (m.type === 'version') void writeFile(gate, '');
+      },
+    });
+    expect(r.exitCode).toBe(0);
+    expect(r.timedOut).toBe(false);
+    expect(seen.map((m) => m.type)).toEqual(['version', 'log']);
+    expect(r.textTail).toBe('plain text line\n');
+  });
+
+  it('passes fixed flags and arguments as an array, with no shell in between', async () => {
+    const out = path.join(dir, 'argv.out');
+    const bin = await fakeTofu('argv', `for a in "$@"; do echo "$a"; done > ${out}`);
+    await runTofu({ binary: bin, subcommand: 'plan', args: ['-var-file=/a b/$(x)'], cwd: dir, dataDir: dir, pathEnv: PATH });
+    expect((await readFile(out, 'utf8')).split('\n').filter(Boolean)).toEqual([
+      'plan',
+      '-input=false',
+      '-no-color',
+      '-json',
+      '-var-file=/a b/$(x)',
+    ]);
+    await runTofu({ binary: bin, subcommand: 'output', cwd: dir, dataDir: dir, pathEnv: PATH });
+    expect((await readFile(out, 'utf8')).split('\n').filter(Boolean)).toEqual(['output', '-no-color', '-json']);
+  });
+
+  it('escalates to SIGKILL when tofu ignores SIGINT past the grace period', async () => {
+    const ready = path.join(dir, 'ready-stubborn');
+    const bin = await fakeTofu('stubborn', `trap '' INT\necho '${msg('apply_start')}'\ntouch ${ready}\nwhile true; do sleep 0.05; done`);
+    const ac = new AbortController();
+    const r = await runTofu({
+      binary: bin,
+      subcommand: 'apply',
+      cwd: dir,
+      dataDir: dir,
+      pathEnv: PATH,
+      signal: ac.signal,
+      graceMs: 300,
+      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
+    });
+    expect(r.canceled).toBe(true);
+    expect(r.forceKilled).toBe(true);
+  });
+
+  it('stops with SIGINT only when tofu exits within the grace period', async () => {
+    const bin = await fakeTofu(
+      'polite',
+      `trap 'echo "${'interrupted'}" >&2; exit 1' INT\necho '${msg('apply_start')}'\nwhile true; do sleep 0.05; done`,
+    );
+    const ac = new AbortController();
+    const r = await runTofu({
+      binary: bin,
+      subcommand: 'apply',
+      cwd: dir,
+      dataDir: dir,
+      pathEnv: PATH,
+      signal: ac.signal,
+      graceMs: 20_000,
+      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
+    });
+    expect(r).toMatchObject({ canceled: true, forceKilled: false, exitCode: 1 });
+    expect(r.stderrTail).toContain('interrupted');
+  });
+
+  it('does not start when the signal is already aborted', async () => {
+    const marker = path.join(dir, 'started');
+    const bin = await fakeTofu('never', `touch ${marker}`);
+    const r = await runTofu({ binary: bin, subcommand: 'plan', cwd: dir, dataDir: dir, pathEnv: PATH, signal: AbortSignal.abort() });
+    expect(r.canceled).toBe(true);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('stops a stream that announces an unsupported UI version', async () => {
+    const bin = await fakeTofu('future', `echo '${msg('version', ',"tofu":"9.0.0","ui":"2.0"')}'\nwhile true; do sleep 0.05; done`);
+    const r = await runTofu({ binary: bin, subcommand: 'plan', cwd: dir, dataDir: dir, pathEnv: PATH, graceMs: 2_000 });
+    expect(r.protocolError).toBeInstanceOf(UnsupportedUiVersionError);
+  });
+
+  it('keeps only a bounded tail of stderr', async () => {
+    const bin = await fakeTofu('noisy', `i=0; while [ $i -lt 3000 ]; do echo "line $i ............................" >&2; i=$((i+1)); done`);
+    const r = await runTofu({ binary: bin, subcommand: 'plan', cwd: dir, dataDir: dir, pathEnv: PATH });
+    expect(r.stderrTail.length).toBeLessThanOrEqual(16 * 1024);
+    expect(r.stderrTail).toContain('line 2999');
+    expect(r.stderrTail).not.toContain('line 0 ');
+  });
+
+  it('reports a binary that cannot be started', async () => {
+    const r = await runTofu({ binary: path.join(dir, 'no-such-tofu'), subcommand: 'plan', cwd: dir, dataDir: dir, pathEnv: PATH });
+    expect(r.startError).toMatch(/no-such-tofu: ENOENT/);
+    expect(r.exitCode).toBeUndefined();
+  });
+});
