@@ -9,6 +9,7 @@ import { backupRoutes } from './backup/index.ts';
 import type { AppEnv, Deps } from './deps.ts';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
+import { machineConfigRoutes } from './machine-config/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
 import { countRequests } from './ops/http-metrics.ts';
 import { opsRoutes, type MetricsSource } from './ops/routes.ts';
@@ -57,6 +58,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/tenants', tenantRoutes());
   v1.route('/clusters', clusterRoutes());
   v1.route('/clusters', machineRoutes());
+  v1.route('/clusters', machineConfigRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/audit', auditRoutes());
   v1.route('/backups', backupRoutes());

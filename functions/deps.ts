@@ -7,6 +7,7 @@ import type { Jobs } from '../lib/jobs/queue.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Scope } from '../lib/auth/tokens.ts';
 import type { HttpMetrics } from './ops/http-metrics.ts';
+import type { ClusterSecrets } from '../lib/talos/secrets.ts';
 
 /** What handlers and executors need from the host; tests build their own. */
 export interface Settings {
@@ -28,6 +29,8 @@ export interface Deps {
   log: Logger;
   settings: Settings;
   metrics: HttpMetrics;
+  /** Mints a new cluster's secrets (CAs, keys, tokens); RSA-4096 makes this the slow part of creating a cluster. */
+  newClusterSecrets(): Promise<ClusterSecrets>;
 }
 
 export type AppExecutors = ExecutorRegistry<Deps>;

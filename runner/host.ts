@@ -13,6 +13,7 @@ import { createSealer } from '../lib/crypto/seal.ts';
 import { createRunBus } from '../lib/jobs/bus.ts';
 import { createJobs } from '../lib/jobs/queue.ts';
 import { createLogger } from '../lib/log.ts';
+import { generateSecrets } from '../lib/talos/secrets.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import { startCron } from './cron.ts';
@@ -51,6 +52,7 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
       followPollMs: 500,
     },
     metrics: createHttpMetrics(),
+    newClusterSecrets: generateSecrets,
   };
 
   const app = createApp(deps);

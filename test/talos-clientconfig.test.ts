@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { kubeAdminCredentials, renderKubeconfig, renderTalosconfig, talosAdminCredentials } from '../lib/talos/clientconfig.ts';
 import { generateSecrets } from '../lib/talos/secrets.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
-import { opensslText, opensslVerify } from './helpers/openssl.ts';
+import { opensslText, opensslVerify } from './support/openssl.ts';
 
 let secrets: ClusterSecrets;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto'
 import { describe, expect, it } from 'vitest';
 import { decodePem, encodePem } from '../lib/talos/pem.ts';
 import { createCa, issueLeaf, toNodeKeyPem } from '../lib/talos/pki.ts';
-import { opensslText, opensslVerify } from './helpers/openssl.ts';
+import { opensslText, opensslVerify } from './support/openssl.ts';
 
 describe('talos pki', () => {
   it('round-trips PEM blocks', () => {

@@ -3,7 +3,7 @@ import { parse } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateSecrets, parseSecrets, toTalosctlSecretsBundle } from '../lib/talos/secrets.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
-import { opensslText, opensslVerify } from './helpers/openssl.ts';
+import { opensslText, opensslVerify } from './support/openssl.ts';
 
 let secrets: ClusterSecrets;
 beforeAll(async () => {

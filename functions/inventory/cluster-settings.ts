@@ -1,35 +1,24 @@
 import { z } from 'zod';
-import type { Sealer } from '../../lib/crypto/seal.ts';
-
-// Replaced by lib/talos/validate once config generation lands; kept strict meanwhile.
-const version = z.string().regex(/^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, 'must be a version like v1.13.9');
-const endpoint = z
-  .string()
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return u.protocol === 'https:' && u.port !== '' && (u.pathname === '/' || u.pathname === '') && !u.search;
-    } catch {
-      return false;
-    }
-  }, 'must be https://host:port');
+import { ApiError } from '../../lib/http/errors.ts';
+import { describeZodError } from '../../lib/http/validate.ts';
+import { DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION } from '../../lib/talos/versions.ts';
+import { endpointSchema, kubernetesVersionSchema, talosVersionSchema } from '../../lib/talos/validate.ts';
+import { clusterTalosInput, toClusterSettings } from '../machine-config/settings.ts';
 
 export const clusterSettingsInput = z.object({
-  talosVersion: version,
-  kubernetesVersion: version,
-  endpoint,
+  talosVersion: talosVersionSchema.default(DEFAULT_TALOS_VERSION),
+  kubernetesVersion: kubernetesVersionSchema.default(DEFAULT_KUBERNETES_VERSION),
+  endpoint: endpointSchema,
+  ...clusterTalosInput.shape,
 });
 
 export function validateClusterInput(body: z.output<typeof clusterSettingsInput>) {
-  const talosVersion = body.talosVersion.startsWith('v') ? body.talosVersion : `v${body.talosVersion}`;
+  const settings = toClusterSettings(body);
+  if ('error' in settings) throw new ApiError(400, 'invalid_request', describeZodError(settings.error));
   return {
-    talosVersion,
-    kubernetesVersion: body.kubernetesVersion.replace(/^v/, ''),
+    talosVersion: body.talosVersion,
+    kubernetesVersion: body.kubernetesVersion,
     endpoint: body.endpoint,
-    settings: {} as Record<string, unknown>,
+    settings: settings as unknown as Record<string, unknown>,
   };
-}
-
-export async function sealedClusterSecrets(_sealer: Sealer, _clusterId: string): Promise<string | null> {
-  return null;
 }

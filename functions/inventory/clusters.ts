@@ -8,7 +8,9 @@ import { readJson } from '../../lib/http/validate.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../deps.ts';
-import { clusterSettingsInput, sealedClusterSecrets, validateClusterInput } from './cluster-settings.ts';
+import { clusterSettingsInput, validateClusterInput } from './cluster-settings.ts';
+import { sealClusterSecrets } from '../machine-config/secrets.ts';
+import { renderOrReject } from '../machine-config/render.ts';
 import { loadCluster, type ClusterRow } from './load.ts';
 import { dnsLabel, idParam } from './schemas.ts';
 
@@ -47,6 +49,15 @@ export function clusterRoutes() {
     if (taken) throw conflict(`tenant already has a cluster named "${body.name}"`);
     const id = newId('cl');
     const now = clock.now();
+    const secrets = await c.var.deps.newClusterSecrets();
+    // Cluster patches must leave both roles' configs valid; render each once to find out.
+    for (const role of ['controlplane', 'worker'] as const) {
+      renderOrReject(
+        { name: body.name, endpoint, talosVersion, kubernetesVersion, settings },
+        { name: `check-${role}`, role, installDisk: null, patches: [], address: null, ipv4: null, ipv6: null },
+        secrets,
+      );
+    }
     const [row] = await db
       .insert(clusters)
       .values({
@@ -57,7 +68,7 @@ export function clusterRoutes() {
         kubernetesVersion,
         endpoint,
         settings,
-        secretsSealed: await sealedClusterSecrets(sealer, id),
+        secretsSealed: sealClusterSecrets({ sealer }, id, secrets),
         createdAt: now,
         updatedAt: now,
       })

@@ -1,6 +1,5 @@
 import { and, eq } from 'drizzle-orm';
 import { Hono } from 'hono';
-import { isIP } from 'node:net';
 import { z } from 'zod';
 import { machines } from '../../db/schema/index.ts';
 import { requireScope } from '../../lib/auth/middleware.ts';
@@ -11,26 +10,15 @@ import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../deps.ts';
 import { loadCluster, loadMachine, type MachineRow } from './load.ts';
 import { dnsLabel } from './schemas.ts';
+import { isNodeAddress } from './address.ts';
+import { renderOrReject } from '../machine-config/render.ts';
+import { openClusterSecrets } from '../machine-config/secrets.ts';
+import { patchList } from '../machine-config/settings.ts';
 
 export const PROVIDERS = ['oci', 'openstack', 'hetzner', 'aws', 'metal', 'local'] as const;
 
-const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-
-/** host, [v6]:port, v4:port, bare IPv6 — the forms a Talos API address takes. */
-export function isNodeAddress(v: string): boolean {
-  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(v);
-  if (bracketed) return isIP(bracketed[1]!) === 6 && portOk(bracketed[2]);
-  if (isIP(v) === 6) return true;
-  const [host = '', port, extra] = v.split(':');
-  if (extra !== undefined) return false;
-  return (isIP(host) === 4 || HOSTNAME.test(host)) && portOk(port);
-}
-const portOk = (p: string | undefined) => p === undefined || (/^\d+$/.test(p) && Number(p) >= 1 && Number(p) <= 65535);
-
 const address = z.string().max(300).refine(isNodeAddress, 'must be an IP address or hostname, optionally with :port');
 const installDisk = z.string().max(255).regex(/^\/[^\0\s]*$/, 'must be an absolute path like /dev/sda');
-const patch = z.union([z.string().max(256 * 1024), z.record(z.string(), z.unknown())]);
-const patches = z.array(patch).max(32);
 
 const createMachine = z.strictObject({
   name: dnsLabel,
@@ -38,13 +26,13 @@ const createMachine = z.strictObject({
   provider: z.enum(PROVIDERS),
   address: address.optional(),
   installDisk: installDisk.optional(),
-  patches: patches.optional(),
+  patches: patchList.optional(),
 });
 
 const updateMachine = z.strictObject({
   address: address.nullable().optional(),
   installDisk: installDisk.nullable().optional(),
-  patches: patches.optional(),
+  patches: patchList.optional(),
 });
 
 export const publicMachine = (m: MachineRow) => ({
@@ -78,6 +66,11 @@ export function machineRoutes() {
       .get();
     if (taken) throw conflict(`cluster already has a machine named "${body.name}"`);
     const now = clock.now();
+    renderOrReject(
+      cluster,
+      { ...body, address: body.address ?? null, installDisk: body.installDisk ?? null, patches: body.patches ?? [], ipv4: null, ipv6: null },
+      openClusterSecrets(c.var.deps, cluster),
+    );
     const [row] = await db
       .insert(machines)
       .values({
@@ -112,6 +105,7 @@ export function machineRoutes() {
     const cluster = await loadCluster(c, c.req.param('id'));
     const machine = await loadMachine(c, cluster, c.req.param('mid'));
     const body = await readJson(c, updateMachine);
+    renderOrReject(cluster, { ...machine, ...body }, openClusterSecrets(c.var.deps, cluster));
     const [row] = await c.var.deps.db
       .update(machines)
       .set({ ...body, updatedAt: c.var.deps.clock.now() })

@@ -15,6 +15,11 @@ import { createSealer } from '../../lib/crypto/seal.ts';
 import { createRunBus } from '../../lib/jobs/bus.ts';
 import { createJobs } from '../../lib/jobs/queue.ts';
 import { silentLogger } from '../../lib/log.ts';
+import { generateSecrets, type ClusterSecrets } from '../../lib/talos/secrets.ts';
+
+// Real secrets, minted once per test file: RSA-4096 takes seconds and most tests need any valid set.
+let shared: Promise<ClusterSecrets> | undefined;
+export const sharedSecrets = () => (shared ??= generateSecrets());
 
 export interface Harness {
   deps: Deps;
@@ -33,7 +38,9 @@ export function manualClock(start = Date.UTC(2026, 11, 2, 12, 0, 0)): Clock & { 
   return { now: () => now, advance: (ms) => void (now += ms), set: (ms) => void (now = ms) };
 }
 
-export async function createHarness(opts: { clock?: Clock; app?: AppOptions; patchDeps?: (d: Deps) => void } = {}): Promise<Harness> {
+export async function createHarness(
+  opts: { clock?: Clock; app?: AppOptions; patchDeps?: (d: Deps) => void; freshSecrets?: boolean } = {},
+): Promise<Harness> {
   const dir = await mkdtemp(join(tmpdir(), 'rezus-test-'));
   const dbFile = join(dir, 'rezus.db');
   const database = await openDatabase({ url: `file:${dbFile}` });
@@ -52,6 +59,7 @@ export async function createHarness(opts: { clock?: Clock; app?: AppOptions; pat
     log: silentLogger,
     settings: { dataDir: dir, adminToken, collectCron: '* * * * *', followPollMs: 50 },
     metrics: createHttpMetrics(),
+    newClusterSecrets: opts.freshSecrets ? generateSecrets : sharedSecrets,
   };
   opts.patchDeps?.(deps);
   const app = createApp(deps, opts.app);

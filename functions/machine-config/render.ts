@@ -1,0 +1,45 @@
+import { renderMachineConfig, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
+import { PatchError } from '../../lib/talos/patch.ts';
+import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
+import { ApiError } from '../../lib/http/errors.ts';
+import type { ClusterRow, MachineRow } from '../inventory/load.ts';
+import { addressHost } from '../inventory/address.ts';
+import { readClusterSettings } from './settings.ts';
+
+type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address' | 'ipv4' | 'ipv6'>;
+type ClusterLike = Pick<ClusterRow, 'name' | 'endpoint' | 'talosVersion' | 'kubernetesVersion' | 'settings'>;
+
+/** Everything the generator needs for one machine; the same inputs always give the same YAML. */
+export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets): MachineConfigInput {
+  const s = readClusterSettings(cluster.settings);
+  const addresses = [machine.address ? addressHost(machine.address) : undefined, machine.ipv6, machine.ipv4].filter(
+    (a): a is string => !!a,
+  );
+  return {
+    secrets,
+    clusterName: cluster.name,
+    endpoint: cluster.endpoint,
+    role: machine.role,
+    talosVersion: cluster.talosVersion,
+    kubernetesVersion: cluster.kubernetesVersion,
+    hostname: machine.name,
+    installDisk: machine.installDisk ?? s.installDisk,
+    ...(s.installerImage ? { installerImage: s.installerImage } : { schematic: s.schematic }),
+    addresses,
+    network: { podSubnets: s.podSubnets, serviceSubnets: s.serviceSubnets },
+    clusterPatches: s.patches,
+    machinePatches: machine.patches as MachineConfigInput['machinePatches'],
+  };
+}
+
+/** Renders, turning generator and patch errors into a 400 that names the path. */
+export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches'): string {
+  try {
+    return renderMachineConfig(machineConfigInput(cluster, machine, secrets));
+  } catch (err) {
+    if (err instanceof TalosConfigError || err instanceof PatchError) {
+      throw new ApiError(400, 'invalid_config', `${field}: ${err.message}`);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,58 @@
+import { eq } from 'drizzle-orm';
+import { Hono, type Context } from 'hono';
+import { machines } from '../../db/schema/index.ts';
+import { requireScope } from '../../lib/auth/middleware.ts';
+import { renderKubeconfig, renderTalosconfig } from '../../lib/talos/clientconfig.ts';
+import { recordAudit } from '../audit/record.ts';
+import type { AppEnv } from '../deps.ts';
+import { loadCluster, loadMachine, type ClusterRow } from '../inventory/load.ts';
+import { renderOrReject } from './render.ts';
+import { openClusterSecrets } from './secrets.ts';
+
+const YAML = { 'content-type': 'application/yaml; charset=utf-8', 'cache-control': 'no-store' };
+
+/**
+ * Files that carry cluster secrets: admin credentials and rendered machine configs. Each needs the
+ * `secrets:read` scope and leaves an audit entry.
+ */
+export function machineConfigRoutes() {
+  const app = new Hono<AppEnv>();
+  // Per route, not app.use: this app is mounted beside the other /clusters routes.
+  const secretsRead = requireScope('secrets:read');
+
+  const audited = async (c: Context<AppEnv>, cluster: ClusterRow, action: string, target: string) =>
+    recordAudit(c, { action, target, tenantId: cluster.tenantId });
+
+  app.get('/:id/talosconfig', secretsRead, async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const rows = await c.var.deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
+    const endpointsOf = (list: typeof rows) => list.filter((m) => m.address).map((m) => m.address!);
+    const controlPlanes = endpointsOf(rows.filter((m) => m.role === 'controlplane'));
+    const endpoints = controlPlanes.length ? controlPlanes : [new URL(cluster.endpoint).hostname.replace(/^\[|\]$/g, '')];
+    const text = await renderTalosconfig({
+      clusterName: cluster.name,
+      endpoints,
+      nodes: endpointsOf(rows),
+      secrets: openClusterSecrets(c.var.deps, cluster),
+    });
+    await audited(c, cluster, 'secrets.talosconfig', cluster.id);
+    return c.body(text, 200, { ...YAML, 'content-disposition': `attachment; filename="${cluster.name}-talosconfig"` });
+  });
+
+  app.get('/:id/kubeconfig', secretsRead, async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const text = await renderKubeconfig({ clusterName: cluster.name, endpoint: cluster.endpoint, secrets: openClusterSecrets(c.var.deps, cluster) });
+    await audited(c, cluster, 'secrets.kubeconfig', cluster.id);
+    return c.body(text, 200, { ...YAML, 'content-disposition': `attachment; filename="${cluster.name}-kubeconfig"` });
+  });
+
+  app.get('/:id/machines/:mid/config', secretsRead, async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const machine = await loadMachine(c, cluster, c.req.param('mid'));
+    const text = renderOrReject(cluster, machine, openClusterSecrets(c.var.deps, cluster));
+    await audited(c, cluster, 'secrets.machine-config', machine.id);
+    return c.body(text, 200, YAML);
+  });
+
+  return app;
+}
