@@ -196,7 +196,7 @@ export class TalosApiClient {
     if (exitCode === null) throw this.error('LifecycleService/Upgrade', 'protocol', 'OK', 'stream ended without an exit code');
     if (exitCode !== 0) {
       const last = messages.at(-1);
-      throw this.error('LifecycleService/Upgrade', 'node-error', 'OK', `upgrade exited with code ${exitCode}${last ? `: ${sanitizeDetail(last)}` : ''}`);
+      throw this.error('LifecycleService/Upgrade', 'node-error', 'OK', `upgrade failed with exit code ${exitCode}${last ? `: ${sanitizeDetail(last)}` : ''}`);
     }
     return { exitCode, messages };
   }

@@ -523,7 +523,8 @@ export class SimTalosNode {
           await handler(call);
           call.end();
         } catch (err) {
-          call.destroy(Object.assign(new Error(this.toStatus(err).details), this.toStatus(err)));
+          // grpc-js sends an 'error' event's status as the stream's final status.
+          call.emit('error', this.toStatus(err));
         }
       })();
     };
@@ -702,8 +703,8 @@ export class SimTalosNode {
   }
 
   private members(): Raw[] {
-    if (!this.isControlPlane()) throw new SimRpcError(grpc.status.UNAVAILABLE, 'etcd is not running on worker nodes');
-    if (!this.etcdRunning()) throw new SimRpcError(grpc.status.UNAVAILABLE, 'etcd is not ready: waiting for bootstrap');
+    if (!this.isControlPlane()) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is not running on worker nodes');
+    if (!this.etcdRunning()) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is not ready: waiting for bootstrap');
     const list = this.etcdMembers ?? [{ id: memberIdFor(this.hostname), hostname: this.hostname }];
     return list.map((m) => ({
       id: m.id,
