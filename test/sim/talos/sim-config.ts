@@ -1,0 +1,65 @@
+import { parseAllDocuments } from 'yaml';
+
+/** What the simulator needs out of a received machine config. */
+export interface SimMachineConfig {
+  type: 'controlplane' | 'worker';
+  hostname: string | undefined;
+  caCertPem: string | undefined;
+  caKeyPem: string | undefined;
+  certSANs: string[];
+  installImage: string | undefined;
+}
+
+export class SimConfigError extends Error {}
+
+type Doc = Record<string, unknown>;
+
+function asObj(v: unknown): Doc | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Doc) : undefined;
+}
+
+function decodeB64Pem(v: unknown): string | undefined {
+  if (typeof v !== 'string' || v === '') return undefined;
+  const text = Buffer.from(v, 'base64').toString('utf8');
+  if (!text.includes('-----BEGIN')) throw new SimConfigError('machine.ca: not base64 of PEM');
+  return text;
+}
+
+/** Parses a multi-document Talos config like the decoder does: at most one v1alpha1 document. */
+export function parseSimConfig(data: Uint8Array): { v1alpha1: SimMachineConfig | undefined } {
+  const docs = parseAllDocuments(Buffer.from(data).toString('utf8'));
+  if (!Array.isArray(docs)) throw new SimConfigError('failed to parse config: empty');
+  let v1: Doc | undefined;
+  let hostname: string | undefined;
+  for (const d of docs) {
+    if (d.errors.length > 0) throw new SimConfigError(`failed to parse config: ${d.errors[0]?.message ?? 'yaml error'}`);
+    const o = asObj(d.toJS());
+    if (!o) continue;
+    const isV1 = o['version'] === 'v1alpha1' || 'machine' in o || 'cluster' in o;
+    if (isV1) {
+      if (v1) throw new SimConfigError('duplicate v1alpha1.Config');
+      v1 = o;
+      continue;
+    }
+    if (typeof o['kind'] !== 'string') throw new SimConfigError('missing kind');
+    if (typeof o['apiVersion'] !== 'string') throw new SimConfigError('missing apiVersion');
+    if (o['kind'] === 'HostnameConfig' && typeof o['hostname'] === 'string') hostname = o['hostname'];
+  }
+  if (!v1) return { v1alpha1: undefined };
+  const machine = asObj(v1['machine']) ?? {};
+  const ca = asObj(machine['ca']) ?? {};
+  const network = asObj(machine['network']) ?? {};
+  const install = asObj(machine['install']) ?? {};
+  const t = machine['type'];
+  const type = t === 'controlplane' || t === 'init' ? 'controlplane' : 'worker';
+  return {
+    v1alpha1: {
+      type,
+      hostname: hostname ?? (typeof network['hostname'] === 'string' ? network['hostname'] : undefined),
+      caCertPem: decodeB64Pem(ca['crt']),
+      caKeyPem: decodeB64Pem(ca['key']),
+      certSANs: Array.isArray(machine['certSANs']) ? machine['certSANs'].map(String) : [],
+      installImage: typeof install['image'] === 'string' ? install['image'] : undefined,
+    },
+  };
+}

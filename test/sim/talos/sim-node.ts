@@ -1,0 +1,784 @@
+/**
+ * A simulated Talos node: a real grpc-js server speaking the Talos API over TLS on loopback.
+ *
+ * The sim owns its TCP listener and TLS termination (so it can blackhole, refuse, drop
+ * connections and reject bad client certificates during the handshake like apid) and hands
+ * each accepted TLS socket to grpc-js through a connection injector.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import * as grpc from '@grpc/grpc-js';
+import { loadTalosServices } from '../../../lib/talos/api/proto-loader.ts';
+import { sharedMaintenanceCert, uniqueMaintenanceCert, mintApidCert, type MaintenanceCert } from './sim-certs.ts';
+import { parseSimConfig, SimConfigError, type SimMachineConfig } from './sim-config.ts';
+
+export type SimPhase = 'maintenance' | 'configured' | 'down' | 'stopped';
+
+export interface SimEtcdMember {
+  id: string;
+  hostname: string;
+  peerUrls?: string[];
+  clientUrls?: string[];
+  isLearner?: boolean;
+}
+
+export interface SimServiceState {
+  state: string;
+  healthy: boolean;
+  unknown?: boolean;
+  lastMessage?: string;
+}
+
+export interface SimNodeOptions {
+  /** Loopback address to listen on. */
+  host?: '127.0.0.1' | '::1';
+  /** Talos version tag reported by Version; below v1.13 the LifecycleService/ImageService are unknown. */
+  version?: string;
+  /** How long the node is unreachable while it reboots (after apply, upgrade or Reboot). */
+  rebootMs?: number;
+  /** Start already configured with this machine config instead of in maintenance mode. */
+  initialConfig?: string | Uint8Array;
+  /** A worker config carries no OS CA key; this stands in for trustd on a control plane. */
+  workerIssuer?: { certPem: string; keyPem: string };
+  etcdMembers?: SimEtcdMember[];
+  /** Mint a maintenance certificate for this node instead of sharing the per-process one. */
+  uniqueMaintenanceCert?: boolean;
+}
+
+export interface ReceivedConfig {
+  data: Buffer;
+  mode: string;
+  dryRun: boolean;
+  tryModeTimeoutMs: number | undefined;
+  phase: SimPhase;
+}
+
+export interface SimCall {
+  method: string;
+  phase: SimPhase;
+  roles: string[];
+}
+
+type Raw = Record<string, unknown>;
+type Role = 'reader' | 'operator' | 'admin';
+type SurfaceCall = grpc.ServerUnaryCall<Raw, Raw> | grpc.ServerWritableStream<Raw, Raw>;
+
+class SimRpcError extends Error {
+  constructor(readonly code: grpc.status, message: string) {
+    super(message);
+  }
+}
+
+const OID_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+const ROLE_RANK: Record<Role, number> = { reader: 1, operator: 2, admin: 3 };
+const ROLE_OF_CERT: Record<string, Role> = { 'os:admin': 'admin', 'os:operator': 'operator', 'os:reader': 'reader' };
+
+/** Minimum role per RPC (upstream machined `rules`; unlisted methods need admin). */
+const METHOD_ROLE: Record<string, Role> = {
+  ApplyConfiguration: 'admin',
+  Bootstrap: 'admin',
+  Upgrade: 'admin',
+  Reboot: 'operator',
+  Version: 'reader',
+  Hostname: 'reader',
+  ServiceList: 'reader',
+  Memory: 'reader',
+  LoadAvg: 'reader',
+  SystemStat: 'reader',
+  DiskStats: 'reader',
+  EtcdMemberList: 'reader',
+  EtcdStatus: 'reader',
+  'ImageService/Pull': 'admin',
+  'LifecycleService/Upgrade': 'admin',
+};
+
+function parseVersion(tag: string): [number, number, number] {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(tag);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+}
+
+function atLeast(tag: string, major: number, minor: number): boolean {
+  const [a, b] = parseVersion(tag);
+  return a > major || (a === major && b >= minor);
+}
+
+/** `ghcr.io/siderolabs/installer:v1.13.9` or `factory.talos.dev/...:v1.13.9@sha256:…` → `v1.13.9`. */
+export function versionFromImage(image: string): string | undefined {
+  const noDigest = image.split('@')[0] ?? '';
+  const tag = noDigest.slice(noDigest.lastIndexOf('/') + 1).split(':')[1];
+  return tag && /^v\d+\.\d+\.\d+/.test(tag) ? tag : undefined;
+}
+
+function randomName(): string {
+  const s = randomBytes(3).toString('hex');
+  return `talos-${s.slice(0, 3)}-${s.slice(3)}`;
+}
+
+function memberIdFor(seed: string): string {
+  let h = 1469598103934665603n;
+  for (const ch of Buffer.from(seed)) h = ((h ^ BigInt(ch)) * 1099511628211n) & 0xffffffffffffffffn;
+  return h.toString();
+}
+
+export class SimTalosNode {
+  readonly host: string;
+  port = 0;
+  phase: SimPhase = 'maintenance';
+  version: string;
+  hostname: string;
+  config: SimMachineConfig | undefined;
+  stagedConfig: Buffer | undefined;
+  bootstrapped = false;
+  pendingVersion: string | undefined;
+  readonly receivedConfigs: ReceivedConfig[] = [];
+  readonly calls: SimCall[] = [];
+  readonly bootstrapCalls: number[] = [];
+  readonly upgrades: { api: 'legacy' | 'lifecycle'; image: string; stage: boolean }[] = [];
+  readonly pulledImages: string[] = [];
+  readonly reboots: string[] = [];
+  /** TLS handshakes completed (accepted) and rejected, for asserting what reached the node. */
+  handshakes = { accepted: 0, rejected: 0 };
+  maintenanceCert!: MaintenanceCert;
+
+  private readonly opts: SimNodeOptions;
+  private readonly rebootMs: number;
+  private listener: net.Server | undefined;
+  private tlsServer: tls.Server | undefined;
+  private readonly sockets = new Set<net.Socket>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly parked = new Set<() => void>();
+  private readonly grpcServer = new grpc.Server();
+  private readonly injector: ReturnType<grpc.Server['createConnectionInjector']>;
+  private latencyMs = 0;
+  private blackholed = false;
+  private dropMidCall = false;
+  private readonly nodeErrors = new Map<string, string>();
+  private etcdMembers: SimEtcdMember[] | undefined;
+  private etcdErrors: string[] = [];
+  private readonly serviceOverrides = new Map<string, SimServiceState>();
+  private readonly phaseWaiters = new Set<{ phase: SimPhase; resolve: () => void }>();
+  private readonly bootTime = Math.floor(Date.now() / 1000) - 3600;
+
+  constructor(opts: SimNodeOptions) {
+    this.opts = opts;
+    this.host = opts.host ?? '127.0.0.1';
+    this.version = opts.version ?? 'v1.13.9';
+    this.rebootMs = opts.rebootMs ?? 50;
+    this.hostname = randomName();
+    this.etcdMembers = opts.etcdMembers;
+    const services = loadTalosServices();
+    this.grpcServer.addService(services.machine, this.machineHandlers());
+    this.grpcServer.addService(services.image, { Pull: this.serverStream('ImageService/Pull', (c) => this.imagePull(c)) });
+    this.grpcServer.addService(services.lifecycle, { Upgrade: this.serverStream('LifecycleService/Upgrade', (c) => this.lifecycleUpgrade(c)) });
+    this.injector = this.grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  }
+
+  /** `host:port` to dial, IPv6 bracketed. */
+  get address(): string {
+    return this.host.includes(':') ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`;
+  }
+
+  get maintenanceFingerprint(): string {
+    return this.maintenanceCert.fingerprint;
+  }
+
+  async start(): Promise<void> {
+    this.maintenanceCert = await (this.opts.uniqueMaintenanceCert ? uniqueMaintenanceCert() : sharedMaintenanceCert());
+    if (this.opts.initialConfig !== undefined) {
+      const data = Buffer.from(this.opts.initialConfig);
+      const cfg = this.requireConfig(data);
+      await this.enterConfigured(cfg);
+    } else {
+      this.tlsServer = this.makeMaintenanceTls();
+    }
+    await this.listen();
+  }
+
+  // ---- fault controls -------------------------------------------------------------------
+
+  setLatency(ms: number): void {
+    this.latencyMs = Math.max(0, ms);
+  }
+
+  /** Accept TCP but never answer (no TLS, no replies), so callers run into their deadline. */
+  blackhole(on: boolean): void {
+    this.blackholed = on;
+    if (!on) for (const release of [...this.parked]) release();
+  }
+
+  /** Close the port (connections refused) until restore(). */
+  async refuse(): Promise<void> {
+    await this.closeListener();
+    this.destroyConnections();
+  }
+
+  async restore(): Promise<void> {
+    if (!this.listener && this.phase !== 'stopped') await this.listen();
+  }
+
+  /** Destroy every open connection now. */
+  destroyConnections(): void {
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+
+  /** While on, each call that arrives kills the connections it came over instead of answering. */
+  dropConnectionsMidCall(on: boolean): void {
+    this.dropMidCall = on;
+  }
+
+  /** Answer `method` with a per-node metadata.error (as apid does for a failed node); null clears. */
+  perNodeError(method: string, message: string | null): void {
+    if (message === null) this.nodeErrors.delete(method);
+    else this.nodeErrors.set(method, message);
+  }
+
+  setEtcdMembers(members: SimEtcdMember[]): void {
+    this.etcdMembers = members;
+  }
+
+  setEtcdErrors(errors: string[]): void {
+    this.etcdErrors = errors;
+  }
+
+  setServiceState(id: string, state: SimServiceState | null): void {
+    if (state) this.serviceOverrides.set(id, state);
+    else this.serviceOverrides.delete(id);
+  }
+
+  waitForPhase(phase: SimPhase, timeoutMs = 5_000): Promise<void> {
+    if (this.phase === phase) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        phase,
+        resolve: () => {
+          clearTimeout(t);
+          this.timers.delete(t);
+          resolve();
+        },
+      };
+      const t = this.timer(timeoutMs, () => {
+        this.phaseWaiters.delete(waiter);
+        reject(new Error(`sim ${this.address} did not reach phase ${phase} (is ${this.phase})`));
+      });
+      this.phaseWaiters.add(waiter);
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.phase === 'stopped') return;
+    this.setPhase('stopped');
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const release of [...this.parked]) release();
+    await this.closeListener();
+    this.destroyConnections();
+    this.injector.destroy();
+    this.grpcServer.forceShutdown();
+  }
+
+  // ---- network ----------------------------------------------------------------------------
+
+  private timer(ms: number, fn: () => void): NodeJS.Timeout {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+    return t;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return ms > 0 ? new Promise((r) => this.timer(ms, r)) : Promise.resolve();
+  }
+
+  private setPhase(phase: SimPhase): void {
+    this.phase = phase;
+    for (const w of [...this.phaseWaiters]) {
+      if (w.phase === phase) {
+        this.phaseWaiters.delete(w);
+        w.resolve();
+      }
+    }
+  }
+
+  private async listen(): Promise<void> {
+    const server = net.createServer((socket) => this.onConnection(socket));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen({ host: this.host, port: this.port, exclusive: true }, () => {
+            server.removeListener('error', reject);
+            resolve();
+          });
+        });
+        break;
+      } catch (err) {
+        if (attempt >= 20 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+        await this.sleep(25);
+      }
+    }
+    server.on('error', () => {});
+    this.listener = server;
+    this.port = (server.address() as net.AddressInfo).port;
+  }
+
+  private closeListener(): Promise<void> {
+    const l = this.listener;
+    this.listener = undefined;
+    if (!l) return Promise.resolve();
+    // close() waits for open connections, so end them as well.
+    const closed = new Promise<void>((resolve) => l.close(() => resolve()));
+    this.destroyConnections();
+    return closed;
+  }
+
+  private onConnection(socket: net.Socket): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => {});
+    if (this.blackholed || !this.tlsServer) {
+      socket.pause();
+      return;
+    }
+    this.tlsServer.emit('connection', socket);
+  }
+
+  private makeMaintenanceTls(): tls.Server {
+    const server = tls.createServer({
+      cert: this.maintenanceCert.certPem,
+      key: this.maintenanceCert.keyPem,
+      ALPNProtocols: ['h2'],
+      minVersion: 'TLSv1.2',
+    });
+    return this.wireTls(server, false);
+  }
+
+  private makeConfiguredTls(pair: { certPem: string; keyPem: string }, caPem: string): tls.Server {
+    const server = tls.createServer({
+      cert: pair.certPem,
+      key: pair.keyPem,
+      ca: caPem,
+      requestCert: true,
+      rejectUnauthorized: true,
+      ALPNProtocols: ['h2'],
+      minVersion: 'TLSv1.2',
+    });
+    return this.wireTls(server, true);
+  }
+
+  private wireTls(server: tls.Server, checkClientEku: boolean): tls.Server {
+    // Node ends the socket itself after sending the alert; destroying it here would lose the alert.
+    server.on('tlsClientError', () => {
+      this.handshakes.rejected++;
+    });
+    server.on('secureConnection', (socket: tls.TLSSocket) => {
+      socket.on('error', () => {});
+      if (checkClientEku) {
+        // apid requires ExtKeyUsage exactly [ClientAuth] on client certificates.
+        const eku = socket.getPeerCertificate().ext_key_usage ?? [];
+        if (eku.length !== 1 || eku[0] !== OID_CLIENT_AUTH) {
+          this.handshakes.rejected++;
+          socket.destroy();
+          return;
+        }
+      }
+      this.handshakes.accepted++;
+      this.injector.injectConnection(socket);
+    });
+    return server;
+  }
+
+  /** Reboot: the port closes, then reopens after rebootMs serving `next`. */
+  private reboot(reason: string, next: () => Promise<void>): void {
+    this.reboots.push(reason);
+    // Let the reply that triggered the reboot reach the caller first.
+    this.timer(10, () => {
+      if (this.phase === 'stopped') return;
+      this.setPhase('down');
+      void this.closeListener().then(() => {
+        this.destroyConnections();
+        this.timer(this.rebootMs, () => {
+          if (this.phase === 'stopped') return;
+          void next()
+            .then(() => this.listen())
+            .catch(() => {});
+        });
+      });
+    });
+  }
+
+  private requireConfig(data: Buffer): SimMachineConfig {
+    const { v1alpha1 } = parseSimConfig(data);
+    if (!v1alpha1) throw new SimConfigError('the config has no v1alpha1 document');
+    if (!v1alpha1.caCertPem) throw new SimConfigError('machine.ca.crt is required');
+    if (v1alpha1.type === 'controlplane' && !v1alpha1.caKeyPem) {
+      throw new SimConfigError('issuing CA key is required for controlplane nodes');
+    }
+    if (v1alpha1.type === 'worker' && !this.opts.workerIssuer) {
+      throw new SimConfigError('sim: a worker config needs opts.workerIssuer to stand in for trustd');
+    }
+    return v1alpha1;
+  }
+
+  private async enterConfigured(cfg: SimMachineConfig): Promise<void> {
+    this.config = cfg;
+    if (cfg.hostname) this.hostname = cfg.hostname;
+    if (this.pendingVersion) {
+      this.version = this.pendingVersion;
+      this.pendingVersion = undefined;
+    }
+    const issuer = cfg.caKeyPem ? { certPem: cfg.caCertPem ?? '', keyPem: cfg.caKeyPem } : this.opts.workerIssuer;
+    if (!issuer) throw new SimConfigError('no issuer for the apid certificate');
+    const pair = await mintApidCert(issuer.certPem, issuer.keyPem, this.hostname, cfg.certSANs);
+    this.tlsServer = this.makeConfiguredTls(pair, cfg.caCertPem ?? issuer.certPem);
+    this.setPhase('configured');
+  }
+
+  private comeBackConfigured(): Promise<void> {
+    if (!this.config) return Promise.reject(new Error('no config'));
+    return this.enterConfigured(this.config);
+  }
+
+  // ---- authorization ----------------------------------------------------------------------
+
+  private rolesOf(call: SurfaceCall): string[] {
+    const o = call.getAuthContext()?.sslPeerCertificate?.subject?.O;
+    return o === undefined ? [] : Array.isArray(o) ? o : [o];
+  }
+
+  private authorize(method: string, roles: string[]): void {
+    const isNewApi = method.includes('/');
+    if (isNewApi && !atLeast(this.version, 1, 13)) {
+      throw new SimRpcError(grpc.status.UNIMPLEMENTED, `unknown service machine.${method.split('/')[0]}`);
+    }
+    const need = METHOD_ROLE[method] ?? 'admin';
+    if (this.phase === 'maintenance') {
+      if (!atLeast(this.version, 1, 13)) {
+        // v1.12's separate maintenance server: only ApplyConfiguration answers.
+        if (method === 'ApplyConfiguration') return;
+        throw new SimRpcError(grpc.status.UNIMPLEMENTED, 'API is not implemented in maintenance mode');
+      }
+      // v1.13+: everyone is os:reader; ApplyConfiguration is let through while in maintenance.
+      if (method === 'ApplyConfiguration' || need === 'reader') return;
+      throw new SimRpcError(grpc.status.PERMISSION_DENIED, 'not authorized');
+    }
+    const have = Math.max(0, ...roles.map((r) => {
+      const role = ROLE_OF_CERT[r];
+      return role ? ROLE_RANK[role] : 0;
+    }));
+    if (have < ROLE_RANK[need]) throw new SimRpcError(grpc.status.PERMISSION_DENIED, 'not authorized');
+  }
+
+  /** Shared entry for every RPC: call log, faults, latency, authorization. Resolves false to stay silent. */
+  private async admit(method: string, call: SurfaceCall): Promise<boolean> {
+    const roles = this.rolesOf(call);
+    this.calls.push({ method, phase: this.phase, roles });
+    if (this.dropMidCall) {
+      this.destroyConnections();
+      return false;
+    }
+    if (this.blackholed) {
+      await new Promise<void>((resolve) => {
+        const release = (): void => {
+          this.parked.delete(release);
+          resolve();
+        };
+        this.parked.add(release);
+        call.once('cancelled', release);
+      });
+      if (this.phase === 'stopped' || call.cancelled) return false;
+    }
+    await this.sleep(this.latencyMs);
+    if (this.phase === 'stopped' || call.cancelled) return false;
+    this.authorize(method, roles);
+    return true;
+  }
+
+  private unary(method: string, handler: (req: Raw) => Raw | Promise<Raw>): grpc.handleUnaryCall<Raw, Raw> {
+    return (call, callback) => {
+      void (async () => {
+        try {
+          if (!(await this.admit(method, call))) return;
+          const nodeError = this.nodeErrors.get(method);
+          if (nodeError !== undefined) {
+            callback(null, { messages: [{ metadata: { hostname: this.host, error: nodeError, status: { code: grpc.status.UNKNOWN, message: nodeError } } }] });
+            return;
+          }
+          callback(null, { messages: [await handler(call.request)] });
+        } catch (err) {
+          callback(this.toStatus(err));
+        }
+      })();
+    };
+  }
+
+  private serverStream(method: string, handler: (call: grpc.ServerWritableStream<Raw, Raw>) => Promise<void>): grpc.handleServerStreamingCall<Raw, Raw> {
+    return (call) => {
+      void (async () => {
+        try {
+          if (!(await this.admit(method, call))) return;
+          await handler(call);
+          call.end();
+        } catch (err) {
+          // grpc-js sends an 'error' event's status as the stream's final status.
+          call.emit('error', this.toStatus(err));
+        }
+      })();
+    };
+  }
+
+  private toStatus(err: unknown): { code: grpc.status; details: string } {
+    if (err instanceof SimRpcError) return { code: err.code, details: err.message };
+    if (err instanceof SimConfigError) return { code: grpc.status.INVALID_ARGUMENT, details: err.message };
+    return { code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) };
+  }
+
+  // ---- MachineService ---------------------------------------------------------------------
+
+  private machineHandlers(): grpc.UntypedServiceImplementation {
+    return {
+      ApplyConfiguration: this.unary('ApplyConfiguration', (r) => this.applyConfiguration(r)),
+      Bootstrap: this.unary('Bootstrap', () => this.bootstrap()),
+      Version: this.unary('Version', () => this.versionMessage()),
+      Hostname: this.unary('Hostname', () => ({ hostname: this.hostname })),
+      ServiceList: this.unary('ServiceList', () => ({ services: this.services() })),
+      Memory: this.unary('Memory', () => ({ meminfo: this.meminfo() })),
+      LoadAvg: this.unary('LoadAvg', () => ({ load1: 0.42, load5: 0.37, load15: 0.3 })),
+      SystemStat: this.unary('SystemStat', () => this.systemStat()),
+      DiskStats: this.unary('DiskStats', () => this.diskStats()),
+      EtcdMemberList: this.unary('EtcdMemberList', () => ({ members: this.members() })),
+      EtcdStatus: this.unary('EtcdStatus', () => this.etcdStatus()),
+      Upgrade: this.unary('Upgrade', (r) => this.legacyUpgrade(r)),
+      Reboot: this.unary('Reboot', () => this.rebootCall()),
+    };
+  }
+
+  private async applyConfiguration(req: Raw): Promise<Raw> {
+    const data = Buffer.from((req['data'] as Buffer | undefined) ?? Buffer.alloc(0));
+    const mode = String(req['mode'] ?? 'REBOOT');
+    const dryRun = req['dry_run'] === true;
+    const tmo = req['try_mode_timeout'] as { seconds?: string; nanos?: number } | null | undefined;
+    const tryModeTimeoutMs = tmo ? Number(tmo.seconds ?? 0) * 1000 + Math.floor((tmo.nanos ?? 0) / 1e6) : undefined;
+    const phase = this.phase;
+    this.receivedConfigs.push({ data, mode, dryRun, tryModeTimeoutMs, phase });
+    const v113 = atLeast(this.version, 1, 13);
+
+    if (phase === 'maintenance') {
+      if (!v113 && (mode === 'NO_REBOOT' || mode === 'STAGED')) {
+        throw new SimRpcError(grpc.status.UNIMPLEMENTED, `apply configuration mode ${mode.toLowerCase()} is not supported in maintenance mode`);
+      }
+      if (dryRun) {
+        parseSimConfig(data);
+        return { mode, mode_details: 'Dry run summary:\nNode is running in maintenance mode and does not have a config yet.' };
+      }
+      const cfg = this.requireConfig(data);
+      if (mode === 'STAGED') {
+        this.stagedConfig = data;
+        return { mode, mode_details: 'Staged configuration to be applied after the next reboot' };
+      }
+      // Fail at apply time, like a node that cannot use the CA, rather than after the reboot.
+      await mintApidCert(cfg.caKeyPem ? cfg.caCertPem ?? '' : this.opts.workerIssuer?.certPem ?? '', cfg.caKeyPem ?? this.opts.workerIssuer?.keyPem ?? '', 'probe', []);
+      this.config = cfg;
+      this.reboot('apply-configuration', () => this.comeBackConfigured());
+      const chosen = v113 && mode === 'REBOOT' ? 'NO_REBOOT' : mode;
+      return { mode: chosen, mode_details: 'Applied configuration, node is installing and rebooting' };
+    }
+
+    if (dryRun) {
+      parseSimConfig(data);
+      return { mode, mode_details: 'Dry run summary:\nConfig diff:\n(no secrets shown)' };
+    }
+    const cfg = this.requireConfig(data);
+    switch (mode) {
+      case 'STAGED':
+        this.stagedConfig = data;
+        return { mode, mode_details: 'Staged configuration to be applied after the next reboot' };
+      case 'REBOOT':
+        if (atLeast(this.version, 1, 14)) throw new SimRpcError(grpc.status.UNIMPLEMENTED, 'the REBOOT mode is not supported');
+        this.config = cfg;
+        this.reboot('apply-configuration', () => this.comeBackConfigured());
+        return { mode, mode_details: 'Applied configuration with a reboot' };
+      case 'TRY': {
+        const previous = this.config;
+        this.applyLive(cfg);
+        this.timer(tryModeTimeoutMs ?? 60_000, () => {
+          if (previous) this.applyLive(previous);
+        });
+        return { mode, mode_details: `Applied configuration in try mode, rollback in ${Math.round((tryModeTimeoutMs ?? 60_000) / 1000)}s` };
+      }
+      default:
+        this.applyLive(cfg);
+        return { mode: 'NO_REBOOT', mode_details: 'Applied configuration without a reboot' };
+    }
+  }
+
+  private applyLive(cfg: SimMachineConfig): void {
+    this.config = cfg;
+    if (cfg.hostname) this.hostname = cfg.hostname;
+  }
+
+  private bootstrap(): Raw {
+    if (this.config?.type !== 'controlplane') {
+      throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'bootstrap is not available on worker nodes');
+    }
+    this.bootstrapCalls.push(Date.now());
+    if (this.bootstrapped) throw new SimRpcError(grpc.status.ALREADY_EXISTS, 'etcd data directory is not empty');
+    this.bootstrapped = true;
+    return {};
+  }
+
+  private versionMessage(): Raw {
+    return {
+      version: { tag: this.version, sha: 'a1b2c3d4', built: '', go_version: 'go1.24.9', os: 'linux', arch: 'amd64' },
+      platform: { name: 'metal', mode: 'metal' },
+      features: { rbac: true },
+    };
+  }
+
+  private isControlPlane(): boolean {
+    return this.config?.type === 'controlplane';
+  }
+
+  private etcdRunning(): boolean {
+    return this.isControlPlane() && (this.bootstrapped || this.etcdMembers !== undefined);
+  }
+
+  private services(): Raw[] {
+    const now = { seconds: String(Math.floor(Date.now() / 1000)), nanos: 0 };
+    const base: Record<string, SimServiceState> = {
+      apid: { state: 'Running', healthy: true },
+      machined: { state: 'Running', healthy: true },
+      containerd: { state: 'Running', healthy: true },
+      udevd: { state: 'Running', healthy: true },
+    };
+    if (this.phase === 'configured') {
+      base['cri'] = { state: 'Running', healthy: true };
+      base['kubelet'] = this.etcdRunning() || !this.isControlPlane() ? { state: 'Running', healthy: true } : { state: 'Running', healthy: false, lastMessage: 'waiting for API server' };
+      if (this.isControlPlane()) {
+        base['trustd'] = { state: 'Running', healthy: true };
+        base['etcd'] = this.etcdRunning() ? { state: 'Running', healthy: true } : { state: 'Preparing', healthy: false, unknown: true, lastMessage: 'Waiting for bootstrap' };
+      }
+    }
+    for (const [id, s] of this.serviceOverrides) base[id] = s;
+    return Object.entries(base)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([id, s]) => ({
+        id,
+        state: s.state,
+        events: { events: [{ msg: `Service ${s.state.toLowerCase()}`, state: s.state, ts: now }] },
+        health: { unknown: s.unknown === true, healthy: s.healthy, last_message: s.lastMessage ?? '', last_change: now },
+      }));
+  }
+
+  private meminfo(): Raw {
+    const total = 8_148_000;
+    return { memtotal: String(total), memfree: '5100000', memavailable: '6900000', buffers: '120000', cached: '1500000', swaptotal: '0', swapfree: '0', shmem: '20000', slab: '180000', hugepagesize: '2048' };
+  }
+
+  private systemStat(): Raw {
+    const cpu = (i: number): Raw => ({ user: 1200.5 + i, nice: 0, system: 300.25, idle: 90000 + i, iowait: 12.5, irq: 0, soft_irq: 4.5, steal: 0, guest: 0, guest_nice: 0 });
+    return {
+      boot_time: String(this.bootTime),
+      cpu_total: cpu(0),
+      cpu: [cpu(0), cpu(1)],
+      irq_total: '1234567',
+      context_switches: '98765432',
+      process_created: '45678',
+      process_running: '3',
+      process_blocked: '0',
+      soft_irq_total: '765432',
+    };
+  }
+
+  private diskStats(): Raw {
+    const disk = (name: string, scale: number): Raw => ({
+      name, read_completed: String(1000 * scale), read_sectors: String(64000 * scale), read_time_ms: String(500 * scale),
+      write_completed: String(2000 * scale), write_sectors: String(128000 * scale), write_time_ms: String(900 * scale),
+      io_in_progress: '0', io_time_ms: String(1200 * scale), io_time_weighted_ms: String(1400 * scale),
+    });
+    return { total: disk('total', 2), devices: [disk('sda', 1), disk('nvme0n1', 1)] };
+  }
+
+  private members(): Raw[] {
+    if (!this.isControlPlane()) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is not running on worker nodes');
+    if (!this.etcdRunning()) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is not ready: waiting for bootstrap');
+    const list = this.etcdMembers ?? [{ id: memberIdFor(this.hostname), hostname: this.hostname }];
+    return list.map((m) => ({
+      id: m.id,
+      hostname: m.hostname,
+      peer_urls: m.peerUrls ?? [`https://${this.host.includes(':') ? `[${this.host}]` : this.host}:2380`],
+      client_urls: m.clientUrls ?? [`https://${this.host.includes(':') ? `[${this.host}]` : this.host}:2379`],
+      is_learner: m.isLearner === true,
+    }));
+  }
+
+  private etcdStatus(): Raw {
+    const members = this.members();
+    const self = members.find((m) => m['hostname'] === this.hostname) ?? members[0];
+    const selfId = String(self?.['id'] ?? memberIdFor(this.hostname));
+    return {
+      member_status: {
+        member_id: selfId, protocol_version: '3.5.0', storage_version: '3.5.0', db_size: '20480000', db_size_in_use: '10240000',
+        leader: String(members[0]?.['id'] ?? selfId), raft_index: '1024', raft_term: '3', raft_applied_index: '1024',
+        errors: this.etcdErrors, is_learner: self?.['is_learner'] === true,
+      },
+    };
+  }
+
+  private legacyUpgrade(req: Raw): Raw {
+    const image = String(req['image'] ?? '');
+    if (!image) throw new SimRpcError(grpc.status.INVALID_ARGUMENT, 'image is required');
+    const stage = req['stage'] === true;
+    this.upgrades.push({ api: 'legacy', image, stage });
+    this.pendingVersion = versionFromImage(image) ?? this.version;
+    if (!stage) this.reboot('upgrade', () => this.comeBackConfigured());
+    return { ack: 'Upgrade request received', actor_id: randomUUID() };
+  }
+
+  private rebootCall(): Raw {
+    this.reboot('reboot', () => this.comeBackConfigured());
+    return { actor_id: randomUUID() };
+  }
+
+  // ---- ImageService / LifecycleService (v1.13+) ---------------------------------------------
+
+  private async imagePull(call: grpc.ServerWritableStream<Raw, Raw>): Promise<void> {
+    const image = String(call.request['image_ref'] ?? '');
+    const ns = (call.request['containerd'] as Raw | null)?.['namespace'];
+    if (!image) throw new SimRpcError(grpc.status.INVALID_ARGUMENT, 'image_ref is required');
+    if (ns !== 'NS_SYSTEM') throw new SimRpcError(grpc.status.INVALID_ARGUMENT, 'installer images must be pulled into the system namespace');
+    call.write({ pull_progress: { layer_id: 'sha256:0001', progress: { status: 'DOWNLOADING', offset: '1048576', total: '4194304' } } });
+    call.write({ pull_progress: { layer_id: 'sha256:0001', progress: { status: 'EXTRACT_COMPLETE', offset: '4194304', total: '4194304' } } });
+    this.pulledImages.push(image);
+    call.write({ name: image });
+  }
+
+  private async lifecycleUpgrade(call: grpc.ServerWritableStream<Raw, Raw>): Promise<void> {
+    const image = String((call.request['source'] as Raw | null)?.['image_name'] ?? '');
+    this.upgrades.push({ api: 'lifecycle', image, stage: false });
+    if (!this.pulledImages.includes(image)) {
+      call.write({ progress: { message: `error: image ${image} not found in the system containerd namespace` } });
+      call.write({ progress: { exit_code: 1 } });
+      return;
+    }
+    for (const message of ['validating installer image', 'installing Talos to disk', 'upgrade installed, reboot to activate']) {
+      call.write({ progress: { message } });
+    }
+    this.pendingVersion = versionFromImage(image) ?? this.version;
+    call.write({ progress: { exit_code: 0 } });
+  }
+}
+
+export async function startSimNode(opts: SimNodeOptions = {}): Promise<SimTalosNode> {
+  const sim = new SimTalosNode(opts);
+  try {
+    await sim.start();
+  } catch (err) {
+    await sim.stop();
+    throw err;
+  }
+  return sim;
+}
