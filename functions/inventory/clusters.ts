@@ -9,6 +9,7 @@ import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../deps.ts';
 import { clusterSettingsInput, sealedClusterSecrets, validateClusterInput } from './cluster-settings.ts';
+import { hasLiveState } from '../state/store.ts';
 import { loadCluster, type ClusterRow } from './load.ts';
 import { dnsLabel, idParam } from './schemas.ts';
 
@@ -86,6 +87,8 @@ export function clusterRoutes() {
     if (n > 0) throw conflict(`cluster still has ${n} machine${n === 1 ? '' : 's'}; delete them first`);
     const active = await jobs.activeForCluster(cluster.id);
     if (active) throw conflict('cluster has an active run', { activeRun: active.id });
+    // Deleting the row would cascade to the tofu state, orphaning whatever cloud resources it tracks.
+    if (await hasLiveState(c.var.deps, cluster.id)) throw conflict('cluster still has tofu state; destroy its resources first');
     await db.delete(clusters).where(eq(clusters.id, cluster.id));
     await recordAudit(c, { action: 'cluster.delete', target: cluster.id, tenantId: cluster.tenantId });
     return c.body(null, 204);
