@@ -146,6 +146,20 @@ describe('state backend: locking', () => {
     expect((await b.lock(lockInfo('bob@home'))).status).toBe(200);
   });
 
+  it('serves GitLab-style clients too: POST and DELETE on …/lock', async () => {
+    const s = await client('run_a');
+    const auth = { authorization: basic(s.cred), 'content-type': 'application/json' };
+    const held = lockInfo('gitlab-style@ci');
+    const send = (method: string, info: object) => h.app.request(`${s.path}/lock`, { method, headers: auth, body: JSON.stringify(info) });
+    expect((await send('POST', held)).status).toBe(200);
+    const second = await send('POST', lockInfo());
+    expect(second.status).toBe(423);
+    expect(((await second.json()) as { ID: string }).ID).toBe(held.ID);
+    expect((await send('DELETE', lockInfo())).status).toBe(409);
+    expect((await send('DELETE', held)).status).toBe(200);
+    expect((await s.lock(lockInfo())).status).toBe(200);
+  });
+
   it('refuses POST and DELETE while locked unless ?ID= names the holder, and writes nothing', async () => {
     const s = await client();
     await s.post(stateDoc('lin-1', 1));

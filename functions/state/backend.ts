@@ -155,27 +155,34 @@ export function stateBackendRoutes() {
     }
   });
 
-  app.on('LOCK', '/:tenant/:cluster', async (c) => {
+  const lock = async (c: StateContext) => {
     const access = await authorize(c);
     if (access instanceof Response) return access;
     const { deps } = c.var;
-    const lock = parseLockInfo(await c.req.text());
-    if (!lock) throw badRequest('LOCK body must be tofu LockInfo JSON with an "ID"');
-    const res = await acquireLock(deps, { tenantId: access.tenantId, clusterId: access.clusterId, lock, heldBy: access.runId });
+    const info = parseLockInfo(await c.req.text());
+    if (!info) throw badRequest('lock body must be tofu LockInfo JSON with an "ID"');
+    const res = await acquireLock(deps, { tenantId: access.tenantId, clusterId: access.clusterId, lock: info, heldBy: access.runId });
     if (!res.acquired) return c.body(res.holderInfo, 423, { 'content-type': 'application/json' });
-    return c.body(lock.raw, 200, { 'content-type': 'application/json' });
-  });
+    return c.body(info.raw, 200, { 'content-type': 'application/json' });
+  };
 
-  app.on('UNLOCK', '/:tenant/:cluster', async (c) => {
+  const unlock = async (c: StateContext) => {
     const access = await authorize(c);
     if (access instanceof Response) return access;
     const { deps } = c.var;
-    const lock = parseLockInfo(await c.req.text());
-    if (!lock) throw badRequest('UNLOCK body must be tofu LockInfo JSON with an "ID"');
-    const res = await releaseLock(deps, access.clusterId, lock.id);
+    const info = parseLockInfo(await c.req.text());
+    if (!info) throw badRequest('unlock body must be tofu LockInfo JSON with an "ID"');
+    const res = await releaseLock(deps, access.clusterId, info.id);
     if ('conflict' in res) return c.body(res.holderInfo, 409, { 'content-type': 'application/json' });
     return c.json({ released: res.released }, 200);
-  });
+  };
+
+  // tofu's defaults (lock_method LOCK, unlock_method UNLOCK on the state address) …
+  app.on('LOCK', '/:tenant/:cluster', lock);
+  app.on('UNLOCK', '/:tenant/:cluster', unlock);
+  // … and the GitLab-style layout many existing backend blocks use (POST/DELETE on …/lock).
+  app.post('/:tenant/:cluster/lock', lock);
+  app.delete('/:tenant/:cluster/lock', unlock);
 
   return app;
 }
