@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mintStateCredential, revokeStateCredential } from '../functions/state/credentials.ts';
+import { mintStateCredential, pruneStateCredentials, revokeStateCredential } from '../functions/state/credentials.ts';
 import { STATE_MAX_BODY_BYTES } from '../functions/state/backend.ts';
 import { createHarness, manualClock, seedCluster, type Harness } from './support/harness.ts';
 import { basic, lockInfo, md5, stateClient, stateDoc } from './support/state.ts';
@@ -226,6 +226,15 @@ describe('state backend: credentials', () => {
     expect(expired.status).toBe(401);
     expect(expired.text).not.toContain('lin-1');
     expect((await s.post(stateDoc('lin-1', 2))).status).toBe(401);
+  });
+
+  it('prunes expired credentials and keeps live ones', async () => {
+    const short = await client('run_short', ids, 1_000);
+    const long = await client('run_long', ids, 60_000);
+    clock.advance(1_000);
+    expect(await pruneStateCredentials(h.deps)).toBe(1);
+    expect((await short.get()).status).toBe(401);
+    expect((await long.get()).status).toBe(204);
   });
 
   it('keeps only a hash of the password', async () => {
