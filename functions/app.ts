@@ -13,7 +13,11 @@ import { machineConfigRoutes } from './machine-config/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
 import { countRequests } from './ops/http-metrics.ts';
 import { opsRoutes, type MetricsSource } from './ops/routes.ts';
+import { providerCredentialRoutes } from './providers/routes.ts';
 import { runRoutes } from './runs/routes.ts';
+import { stateBackendRoutes } from './state/backend.ts';
+import { clusterStateRoutes } from './state/cluster-routes.ts';
+import { webhookSecretRoutes } from './webhooks/secret.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -56,15 +60,21 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   );
   v1.use(requireAuth);
   v1.route('/tenants', tenantRoutes());
+  v1.route('/tenants', providerCredentialRoutes());
+  v1.route('/tenants', webhookSecretRoutes());
   v1.route('/clusters', clusterRoutes());
   v1.route('/clusters', machineRoutes());
   v1.route('/clusters', machineConfigRoutes());
+  v1.route('/clusters', clusterStateRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/audit', auditRoutes());
   v1.route('/backups', backupRoutes());
 
   const ops = opsRoutes(opts.metricsSources);
   app.route('/', ops);
+  // Mounted before /v1 so tofu's requests meet the state backend's own body limit and basic
+  // auth: the first matching handler answers, and the /v1 middleware below never runs for them.
+  app.route('/v1/state', stateBackendRoutes());
   app.route('/v1', v1);
   return app;
 }

@@ -11,6 +11,7 @@ import type { AppEnv } from '../deps.ts';
 import { clusterSettingsInput, validateClusterInput } from './cluster-settings.ts';
 import { sealClusterSecrets } from '../machine-config/secrets.ts';
 import { renderOrReject } from '../machine-config/render.ts';
+import { hasLiveState } from '../state/store.ts';
 import { loadCluster, type ClusterRow } from './load.ts';
 import { dnsLabel, idParam } from './schemas.ts';
 
@@ -97,6 +98,8 @@ export function clusterRoutes() {
     if (n > 0) throw conflict(`cluster still has ${n} machine${n === 1 ? '' : 's'}; delete them first`);
     const active = await jobs.activeForCluster(cluster.id);
     if (active) throw conflict('cluster has an active run', { activeRun: active.id });
+    // Deleting the row would cascade to the tofu state, orphaning whatever cloud resources it tracks.
+    if (await hasLiveState(c.var.deps, cluster.id)) throw conflict('cluster still has tofu state; destroy its resources first');
     await db.delete(clusters).where(eq(clusters.id, cluster.id));
     await recordAudit(c, { action: 'cluster.delete', target: cluster.id, tenantId: cluster.tenantId });
     return c.body(null, 204);

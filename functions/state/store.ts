@@ -1,0 +1,173 @@
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { createHash } from 'node:crypto';
+import { stateLocks, stateVersions } from '../../db/schema/index.ts';
+import type { Deps } from '../deps.ts';
+
+type StoreDeps = Pick<Deps, 'db' | 'clock' | 'sealer'>;
+export type StateVersionRow = typeof stateVersions.$inferSelect;
+
+export const stateContext = (clusterId: string, version: number) => `state:${clusterId}:${version}`;
+export const md5Base64 = (body: Uint8Array) => createHash('md5').update(body).digest('base64');
+
+/** Why a write was refused; the route turns each into its HTTP answer. */
+export class StateWriteRefused extends Error {
+  constructor(
+    readonly reason: 'locked' | 'not_locked' | 'lineage' | 'stale_serial',
+    message: string,
+    readonly holder?: { lockId: string; info: string },
+  ) {
+    super(message);
+  }
+}
+
+export interface ParsedState {
+  serial: number;
+  lineage: string;
+}
+
+/** The two fields the backend needs from a tofu state document; anything else is tofu's business. */
+export function parseStateDocument(body: Uint8Array): ParsedState | null {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(Buffer.from(body).toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return null;
+  const { serial, lineage } = doc as Record<string, unknown>;
+  if (typeof lineage !== 'string' || lineage.length === 0 || lineage.length > 200) return null;
+  if (typeof serial !== 'number' || !Number.isSafeInteger(serial) || serial < 0) return null;
+  return { serial, lineage };
+}
+
+export async function currentVersion(deps: Pick<Deps, 'db'>, clusterId: string): Promise<StateVersionRow | undefined> {
+  return deps.db
+    .select()
+    .from(stateVersions)
+    .where(and(eq(stateVersions.clusterId, clusterId), isNull(stateVersions.deletedAt)))
+    .orderBy(desc(stateVersions.version))
+    .limit(1)
+    .get();
+}
+
+export async function findVersion(deps: Pick<Deps, 'db'>, clusterId: string, version: number): Promise<StateVersionRow | undefined> {
+  return deps.db
+    .select()
+    .from(stateVersions)
+    .where(and(eq(stateVersions.clusterId, clusterId), eq(stateVersions.version, version)))
+    .get();
+}
+
+export function openVersion(deps: Pick<Deps, 'sealer'>, row: StateVersionRow): Buffer {
+  return deps.sealer.open(row.bodySealed, stateContext(row.clusterId, row.version));
+}
+
+export async function listVersions(deps: Pick<Deps, 'db'>, clusterId: string) {
+  return deps.db
+    .select({
+      version: stateVersions.version,
+      serial: stateVersions.serial,
+      lineage: stateVersions.lineage,
+      size: stateVersions.size,
+      md5: stateVersions.md5,
+      writtenBy: stateVersions.writtenBy,
+      createdAt: stateVersions.createdAt,
+      deletedAt: stateVersions.deletedAt,
+    })
+    .from(stateVersions)
+    .where(eq(stateVersions.clusterId, clusterId))
+    .orderBy(desc(stateVersions.version));
+}
+
+export async function lockHolder(deps: Pick<Deps, 'db'>, clusterId: string) {
+  return deps.db.select().from(stateLocks).where(eq(stateLocks.clusterId, clusterId)).get();
+}
+
+/**
+ * SQL that is true when a writer presenting `lockId` (or none) may write: the lock it names is
+ * the one held, or no lock is held and it names none. Evaluated inside the write statement so a
+ * LOCK arriving between check and write cannot be overtaken.
+ */
+function lockAllows(clusterId: string, lockId: string | undefined) {
+  return lockId === undefined
+    ? sql`NOT EXISTS (SELECT 1 FROM state_locks WHERE cluster_id = ${clusterId})`
+    : sql`EXISTS (SELECT 1 FROM state_locks WHERE cluster_id = ${clusterId} AND lock_id = ${lockId})`;
+}
+
+async function refusalFor(deps: Pick<Deps, 'db'>, clusterId: string, lockId: string | undefined): Promise<StateWriteRefused | null> {
+  const holder = await lockHolder(deps, clusterId);
+  if (holder && holder.lockId !== lockId) {
+    return new StateWriteRefused('locked', 'state is locked by another holder', { lockId: holder.lockId, info: holder.info });
+  }
+  if (!holder && lockId !== undefined) return new StateWriteRefused('not_locked', 'the lock this write names is not held');
+  return null;
+}
+
+const isUniqueViolation = (err: unknown) =>
+  /UNIQUE constraint failed|SQLITE_CONSTRAINT/.test(String((err as { message?: string })?.message ?? err) + String((err as { cause?: unknown })?.cause ?? ''));
+
+/**
+ * Stores a new state version. Returns the stored (or, for a byte-identical rewrite, the existing)
+ * version. Throws StateWriteRefused when the lock, lineage or serial forbid it.
+ */
+export async function writeState(
+  deps: StoreDeps,
+  input: { tenantId: string; clusterId: string; body: Uint8Array; parsed: ParsedState; lockId?: string; writtenBy: string | null },
+): Promise<{ version: number; created: boolean }> {
+  const { db, sealer, clock } = deps;
+  const md5 = md5Base64(input.body);
+  for (let attempt = 0; ; attempt++) {
+    const refusal = await refusalFor(deps, input.clusterId, input.lockId);
+    if (refusal) throw refusal;
+    const current = await currentVersion(deps, input.clusterId);
+    if (current && current.lineage !== input.parsed.lineage) {
+      throw new StateWriteRefused('lineage', `state lineage "${input.parsed.lineage}" differs from the stored lineage "${current.lineage}"`);
+    }
+    if (current && input.parsed.serial < current.serial) {
+      throw new StateWriteRefused('stale_serial', `state serial ${input.parsed.serial} is older than the stored serial ${current.serial}`);
+    }
+    if (current && current.md5 === md5) return { version: current.version, created: false };
+
+    const last = await db
+      .select({ n: sql<number>`coalesce(max(${stateVersions.version}), 0)` })
+      .from(stateVersions)
+      .where(eq(stateVersions.clusterId, input.clusterId))
+      .get();
+    const version = Number(last?.n ?? 0) + 1;
+    const sealed = sealer.seal(input.body, stateContext(input.clusterId, version));
+    // The lineage is checked again inside the statement: without a lock two writers may race.
+    const sameLineage = sql`coalesce((SELECT lineage FROM state_versions WHERE cluster_id = ${input.clusterId} AND deleted_at IS NULL ORDER BY version DESC LIMIT 1), ${input.parsed.lineage}) = ${input.parsed.lineage}`;
+    try {
+      const res = await db.run(sql`
+        INSERT INTO state_versions (tenant_id, cluster_id, version, serial, lineage, body_sealed, md5, size, written_by, created_at)
+        SELECT ${input.tenantId}, ${input.clusterId}, ${version}, ${input.parsed.serial}, ${input.parsed.lineage}, ${sealed}, ${md5},
+               ${input.body.byteLength}, ${input.writtenBy}, ${clock.now()}
+        WHERE ${lockAllows(input.clusterId, input.lockId)} AND ${sameLineage}`);
+      if (res.rowsAffected === 1) return { version, created: true };
+    } catch (err) {
+      if (!isUniqueViolation(err) || attempt >= 3) throw err;
+      continue;
+    }
+    // Nothing inserted: the lock or the lineage changed under us; the next pass names which.
+    if (attempt >= 3) throw new StateWriteRefused('locked', 'state changed concurrently; retry');
+  }
+}
+
+/** The backend DELETE: hides every version from GET but keeps them for history. */
+export async function purgeState(deps: StoreDeps, input: { clusterId: string; lockId?: string }): Promise<{ purged: number }> {
+  const refusal = await refusalFor(deps, input.clusterId, input.lockId);
+  if (refusal) throw refusal;
+  const res = await deps.db.run(sql`
+    UPDATE state_versions SET deleted_at = ${deps.clock.now()}
+    WHERE cluster_id = ${input.clusterId} AND deleted_at IS NULL AND ${lockAllows(input.clusterId, input.lockId)}`);
+  if (res.rowsAffected === 0) {
+    const late = await refusalFor(deps, input.clusterId, input.lockId);
+    if (late) throw late;
+  }
+  return { purged: res.rowsAffected };
+}
+
+/** True while the cluster has a state tofu would read, i.e. resources may still exist. */
+export async function hasLiveState(deps: Pick<Deps, 'db'>, clusterId: string): Promise<boolean> {
+  return (await currentVersion(deps, clusterId)) !== undefined;
+}
