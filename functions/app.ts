@@ -15,11 +15,20 @@ import { countRequests } from './ops/http-metrics.ts';
 import { opsRoutes, type MetricsSource } from './ops/routes.ts';
 import { providerCredentialRoutes } from './providers/routes.ts';
 import { runRoutes } from './runs/routes.ts';
+import { approveRoutes, provisionHookRoutes, provisionRoutes } from './provision/routes.ts';
 import { stateBackendRoutes } from './state/backend.ts';
 import { clusterStateRoutes } from './state/cluster-routes.ts';
 import { webhookSecretRoutes } from './webhooks/secret.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+const apiBodyLimit = () =>
+  bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: () => {
+      throw new ApiError(413, 'body_too_large', `request body exceeds ${MAX_BODY_BYTES} bytes`);
+    },
+  });
 
 export interface AppOptions {
   metricsSources?: MetricsSource[];
@@ -50,14 +59,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route' } }, 404));
 
   const v1 = new Hono<AppEnv>();
-  v1.use(
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw new ApiError(413, 'body_too_large', `request body exceeds ${MAX_BODY_BYTES} bytes`);
-      },
-    }),
-  );
+  v1.use(apiBodyLimit());
   v1.use(requireAuth);
   v1.route('/tenants', tenantRoutes());
   v1.route('/tenants', providerCredentialRoutes());
@@ -66,7 +68,9 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/clusters', machineRoutes());
   v1.route('/clusters', machineConfigRoutes());
   v1.route('/clusters', clusterStateRoutes());
+  v1.route('/clusters', provisionRoutes());
   v1.route('/runs', runRoutes());
+  v1.route('/runs', approveRoutes());
   v1.route('/audit', auditRoutes());
   v1.route('/backups', backupRoutes());
 
@@ -75,6 +79,11 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   // Mounted before /v1 so tofu's requests meet the state backend's own body limit and basic
   // auth: the first matching handler answers, and the /v1 middleware below never runs for them.
   app.route('/v1/state', stateBackendRoutes());
+  // Webhooks authenticate by signature, not bearer token.
+  const hooks = new Hono<AppEnv>();
+  hooks.use(apiBodyLimit());
+  hooks.route('/', provisionHookRoutes());
+  app.route('/v1/hooks', hooks);
   app.route('/v1', v1);
   return app;
 }

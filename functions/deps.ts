@@ -17,6 +17,15 @@ export interface Settings {
   collectCron: string;
   /** Poll interval for run event followers (SSE) in ms. */
   followPollMs: number;
+  tofu: {
+    /** REZUS_TOFU_BIN, else tofu, else terraform on pathEnv. */
+    bin?: string;
+    pathEnv: string;
+    /** How tofu on this machine reaches the state backend: the runner's own listener. */
+    selfUrl: string;
+    /** After SIGINT, how long tofu gets to release its lock and write state before SIGKILL. */
+    cancelGraceMs: number;
+  };
 }
 
 export interface Deps {

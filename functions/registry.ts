@@ -1,13 +1,23 @@
 import { BACKUP_KIND, backupExecutor } from './backup/index.ts';
 import type { AppExecutors, Deps } from './deps.ts';
 import type { CronJob } from '../runner/cron.ts';
-import { pruneStateCredentials } from './state/credentials.ts';
+import { pruneStateCredentials, revokeStateCredential } from './state/credentials.ts';
+import { PROVISION_KIND, provisionExecutor } from './provision/executor.ts';
 
 /** Every run kind the worker can execute, by name. */
 export function executors(): AppExecutors {
   return {
     [BACKUP_KIND]: backupExecutor,
+    [PROVISION_KIND]: provisionExecutor,
   };
+}
+
+/**
+ * Clean-up for runs whose worker died (lease expired): a provision run's tofu may have left its
+ * state lock behind, and its state credential must stop working.
+ */
+export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<void> {
+  for (const id of runIds) await revokeStateCredential(deps, id);
 }
 
 /** Scheduled work; each entry is overrun-protected by the cron host. */

@@ -6,7 +6,8 @@ import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp } from '../functions/app.ts';
 import type { Deps } from '../functions/deps.ts';
 import { createHttpMetrics } from '../functions/ops/http-metrics.ts';
-import { cronJobs, executors } from '../functions/registry.ts';
+import { cronJobs, executors, onRunsInterrupted } from '../functions/registry.ts';
+import { removeStaleRunFiles } from '../lib/tofu/index.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { createSealer } from '../lib/crypto/seal.ts';
@@ -50,6 +51,7 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
       adminToken: config.adminToken,
       collectCron: config.collectCron,
       followPollMs: 500,
+      tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000 },
     },
     metrics: createHttpMetrics(),
     newClusterSecrets: generateSecrets,
@@ -60,6 +62,10 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
   });
   const port = (server.address() as AddressInfo).port;
+  const loopback = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  deps.settings.tofu.selfUrl = `http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`;
+  // Run files left by a crash hold machine configs; nothing can use them now.
+  await removeStaleRunFiles(config.dataDir);
 
   const worker = createWorker({
     deps,
@@ -67,6 +73,7 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
     workerId: `${hostname()}:${process.pid}`,
     leaseMs: config.leaseMs,
     concurrency: config.workerConcurrency,
+    onInterrupted: (ids) => onRunsInterrupted(deps, ids),
   });
   worker.start();
   const cron = startCron(cronJobs(deps), log);
@@ -75,7 +82,7 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
 
   let stopped: Promise<void> | undefined;
   return {
-    url: `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : shownHost}:${port}`,
+    url: deps.settings.tofu.selfUrl,
     port,
     deps,
     stop() {

@@ -24,6 +24,8 @@ export function createWorker(opts: {
   leaseMs: number;
   concurrency: number;
   pollMs?: number;
+  /** Clean-up for runs found with an expired lease (their worker died). */
+  onInterrupted?: (runIds: string[]) => Promise<void>;
 }): Worker {
   const { deps, executors, workerId, leaseMs, concurrency } = opts;
   const pollMs = opts.pollMs ?? 500;
@@ -78,7 +80,8 @@ export function createWorker(opts: {
   }
 
   async function tick(): Promise<void> {
-    await deps.jobs.reapExpired();
+    const reaped = await deps.jobs.reapExpired();
+    if (reaped.length) await opts.onInterrupted?.(reaped);
     while (!stopping && active.size < concurrency) {
       const run = await deps.jobs.claim({ workerId, leaseMs, kinds });
       if (!run) break;

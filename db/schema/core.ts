@@ -81,8 +81,10 @@ export const runs = sqliteTable(
     kind: text('kind').notNull(),
     tenantId: text('tenant_id'),
     clusterId: text('cluster_id'),
-    // 1 when the run changes its cluster; the partial unique index below admits one active such run.
+    // 1 when the run must not overlap others with the same lock key (a cluster-changing run locks
+    // its cluster id; a collect pass locks 'collect'). The partial unique index admits one active.
     exclusive: integer('exclusive', { mode: 'boolean' }).notNull(),
+    lockKey: text('lock_key'),
     state: text('state', { enum: RUN_STATES }).notNull(),
     params: text('params', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
     result: text('result', { mode: 'json' }).$type<unknown>(),
@@ -99,8 +101,8 @@ export const runs = sqliteTable(
   (t) => [
     index('runs_queue').on(t.state, t.createdAt),
     index('runs_cluster').on(t.clusterId, t.createdAt),
-    uniqueIndex('runs_one_active_per_cluster')
-      .on(t.clusterId)
+    uniqueIndex('runs_one_active_per_lock')
+      .on(t.lockKey)
       .where(sql`${t.exclusive} = 1 AND ${t.state} IN ('queued', 'running')`),
   ],
 );

@@ -1,2 +1,3 @@
 export * from './core.ts';
 export * from './state.ts';
+export * from './provision.ts';

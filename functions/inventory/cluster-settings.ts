@@ -4,12 +4,25 @@ import { describeZodError } from '../../lib/http/validate.ts';
 import { DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION } from '../../lib/talos/versions.ts';
 import { endpointSchema, kubernetesVersionSchema, talosVersionSchema } from '../../lib/talos/validate.ts';
 import { clusterTalosInput, toClusterSettings } from '../machine-config/settings.ts';
+import { CLOUD_PROVIDERS, RESERVED_SETTINGS } from '../provision/root-module.ts';
+
+const TF_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
+const settingValue = z.union([z.string().max(4096), z.number(), z.boolean(), z.array(z.string().max(4096)).max(64)]);
+/** Non-secret module variables per provider (region, subnet, image…); credentials go to /providers. */
+const providerSettingsInput = z.partialRecord(
+  z.enum(CLOUD_PROVIDERS),
+  z.record(
+    z.string().regex(TF_NAME, 'must be a tofu variable name').refine((k) => !RESERVED_SETTINGS.includes(k), 'is set by RezusCloud'),
+    settingValue,
+  ).refine((o) => Object.keys(o).length <= 64, 'too many settings'),
+);
 
 export const clusterSettingsInput = z.object({
   talosVersion: talosVersionSchema.default(DEFAULT_TALOS_VERSION),
   kubernetesVersion: kubernetesVersionSchema.default(DEFAULT_KUBERNETES_VERSION),
   endpoint: endpointSchema,
   ...clusterTalosInput.shape,
+  providerSettings: providerSettingsInput.optional(),
 });
 
 export function validateClusterInput(body: z.output<typeof clusterSettingsInput>) {
@@ -19,6 +32,6 @@ export function validateClusterInput(body: z.output<typeof clusterSettingsInput>
     talosVersion: body.talosVersion,
     kubernetesVersion: body.kubernetesVersion,
     endpoint: body.endpoint,
-    settings: settings as unknown as Record<string, unknown>,
+    settings: { ...settings, providerSettings: body.providerSettings ?? {} } as Record<string, unknown>,
   };
 }

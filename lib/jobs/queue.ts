@@ -8,7 +8,7 @@ import type { EnqueueInput, Run, RunEvent, RunEventInput, RunState } from './typ
 
 export class ActiveRunConflict extends Error {
   constructor(readonly activeRunId: string) {
-    super(`cluster already has an active run: ${activeRunId}`);
+    super(`an active run holds this lock: ${activeRunId}`);
   }
 }
 
@@ -64,26 +64,31 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
     return (await db.select().from(runs).where(eq(runs.id, id)).get()) as Run | undefined;
   }
 
-  async function activeForCluster(clusterId: string): Promise<Run | undefined> {
+  async function activeForLock(lockKey: string): Promise<Run | undefined> {
     return (await db
       .select()
       .from(runs)
-      .where(and(eq(runs.clusterId, clusterId), eq(runs.exclusive, true), inArray(runs.state, ACTIVE)))
+      .where(and(eq(runs.lockKey, lockKey), eq(runs.exclusive, true), inArray(runs.state, ACTIVE)))
       .get()) as Run | undefined;
   }
 
   return {
     get,
-    activeForCluster,
+    activeForLock,
+    /** The active cluster-changing run of a cluster, if any. */
+    activeForCluster: (clusterId: string) => activeForLock(clusterId),
     appendEvent,
 
     async enqueue(input: EnqueueInput): Promise<Run> {
+      const lockKey = input.exclusive ? (input.lockKey ?? input.clusterId ?? null) : null;
+      if (input.exclusive && !lockKey) throw new Error('an exclusive run needs a cluster or a lock key');
       const row = {
         id: newId('run'),
         kind: input.kind,
         tenantId: input.tenantId ?? null,
         clusterId: input.clusterId ?? null,
         exclusive: input.exclusive,
+        lockKey,
         state: 'queued' as const,
         params: input.params ?? {},
         createdBy: input.createdBy ?? null,
@@ -95,8 +100,8 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         bus.wake();
         return run as Run;
       } catch (err) {
-        if (input.clusterId && input.exclusive && isUniqueViolation(err)) {
-          const active = await activeForCluster(input.clusterId);
+        if (lockKey && isUniqueViolation(err)) {
+          const active = await activeForLock(lockKey);
           throw new ActiveRunConflict(active?.id ?? 'unknown');
         }
         throw err;

@@ -10,6 +10,7 @@ export interface Run {
   tenantId: string | null;
   clusterId: string | null;
   exclusive: boolean;
+  lockKey: string | null;
   state: RunState;
   params: Record<string, unknown>;
   result: unknown;
@@ -44,8 +45,10 @@ export interface EnqueueInput {
   kind: string;
   tenantId?: string | null;
   clusterId?: string | null;
-  /** Changes the cluster: at most one such run is queued or running per cluster. */
+  /** At most one exclusive run per lock key is queued or running. */
   exclusive: boolean;
+  /** Defaults to the cluster id: cluster-changing runs exclude each other per cluster. */
+  lockKey?: string;
   params?: Record<string, unknown>;
   createdBy?: string | null;
 }

@@ -57,7 +57,13 @@ export async function createHarness(
     sealer: createSealer(masterKey),
     clock,
     log: silentLogger,
-    settings: { dataDir: dir, adminToken, collectCron: '* * * * *', followPollMs: 50 },
+    settings: {
+      dataDir: dir,
+      adminToken,
+      collectCron: '* * * * *',
+      followPollMs: 50,
+      tofu: { pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: 20_000 },
+    },
     metrics: createHttpMetrics(),
     newClusterSecrets: opts.freshSecrets ? generateSecrets : sharedSecrets,
   };
