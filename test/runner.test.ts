@@ -1,4 +1,5 @@
 import { execa, type ResultPromise } from 'execa';
+import { MAIN, TSX, startRunner } from './support/runner-process.ts';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,28 +7,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../runner/config.ts';
 import { startCron } from '../runner/cron.ts';
 import { createLogger } from '../lib/log.ts';
-
-const TSX = join(import.meta.dirname, '..', 'node_modules', '.bin', 'tsx');
-const MAIN = join(import.meta.dirname, '..', 'runner', 'main.ts');
-
-/** Starts the real runner process and resolves once it logs that it listens. */
-async function startRunner(env: Record<string, string>) {
-  const child = execa(TSX, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, extendEnv: false, reject: false, all: true });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`runner did not start:\n${out}`)), 20_000);
-    child.all!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"msg":"runner started","url":"http:\/\/[^:]+:(\d+)"/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(`http://127.0.0.1:${m[1]}`);
-      }
-    });
-    child.catch(reject);
-  });
-  return { child, url, output: () => out };
-}
 
 let children: ResultPromise[] = [];
 let dirs: string[] = [];

@@ -55,7 +55,7 @@ export function clusterRoutes() {
     for (const role of ['controlplane', 'worker'] as const) {
       renderOrReject(
         { name: body.name, endpoint, talosVersion, kubernetesVersion, settings },
-        { name: `check-${role}`, role, installDisk: null, patches: [], address: null, ipv4: null, ipv6: null },
+        { name: `check-${role}`, role, installDisk: null, patches: [], address: null },
         secrets,
       );
     }

@@ -68,7 +68,7 @@ export function machineRoutes() {
     const now = clock.now();
     renderOrReject(
       cluster,
-      { ...body, address: body.address ?? null, installDisk: body.installDisk ?? null, patches: body.patches ?? [], ipv4: null, ipv6: null },
+      { ...body, address: body.address ?? null, installDisk: body.installDisk ?? null, patches: body.patches ?? [] },
       openClusterSecrets(c.var.deps, cluster),
     );
     const [row] = await db

@@ -6,15 +6,16 @@ import type { ClusterRow, MachineRow } from '../inventory/load.ts';
 import { addressHost } from '../inventory/address.ts';
 import { readClusterSettings } from './settings.ts';
 
-type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address' | 'ipv4' | 'ipv6'>;
+type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address'>;
 type ClusterLike = Pick<ClusterRow, 'name' | 'endpoint' | 'talosVersion' | 'kubernetesVersion' | 'settings'>;
 
 /** Everything the generator needs for one machine; the same inputs always give the same YAML. */
 export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets): MachineConfigInput {
   const s = readClusterSettings(cluster.settings);
-  const addresses = [machine.address ? addressHost(machine.address) : undefined, machine.ipv6, machine.ipv4].filter(
-    (a): a is string => !!a,
-  );
+  // Only the address the user gave goes into certSANs: Talos adds a node's own IPs to its
+  // certificates itself, and leaving out what tofu reports keeps user_data from changing after
+  // the first apply.
+  const addresses = machine.address ? [addressHost(machine.address)] : [];
   return {
     secrets,
     clusterName: cluster.name,

@@ -1,0 +1,206 @@
+import { eq } from 'drizzle-orm';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { machines, stateLocks } from '../db/schema/index.ts';
+import { signBody } from '../lib/auth/webhook.ts';
+import { executors, onRunsInterrupted } from '../functions/registry.ts';
+import { createWorker, type Worker } from '../runner/worker.ts';
+import { createHarness, type Harness } from './support/harness.ts';
+import { listen } from './support/serve.ts';
+
+let h: Harness;
+let worker: Worker;
+let server: Awaited<ReturnType<typeof listen>>;
+
+beforeEach(async () => {
+  h = await createHarness();
+  server = await listen(h);
+  worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'w1', leaseMs: 5000, concurrency: 2, pollMs: 50, onInterrupted: (ids) => onRunsInterrupted(h.deps, ids) });
+  worker.start();
+});
+afterEach(async () => {
+  await worker.stop(0);
+  await server.close();
+  await h.close();
+});
+
+async function waitFor(runId: string, states = ['succeeded', 'failed', 'canceled', 'interrupted'], ms = 60_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const run = await h.deps.jobs.get(runId);
+    if (run && states.includes(run.state)) return run;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`run ${runId} did not reach ${states.join('|')}`);
+}
+
+async function events(runId: string) {
+  return (await h.call('GET', `/v1/runs/${runId}/events`)).body.events as { type: string; message: string; data: Record<string, unknown> | null }[];
+}
+
+async function localCluster(opts: { machines?: string[]; delay?: number } = {}) {
+  const t = await h.call('POST', '/v1/tenants', { body: { name: 'home' } });
+  const c = await h.call('POST', '/v1/clusters', {
+    body: {
+      tenant: t.body.id,
+      name: 'lab',
+      endpoint: 'https://[2001:db8::1]:6443',
+      providerSettings: { local: { apply_delay_seconds: opts.delay ?? 0 } },
+    },
+  });
+  expect(c.status, JSON.stringify(c.body)).toBe(201);
+  for (const [i, name] of (opts.machines ?? ['cp1', 'w1']).entries()) {
+    const m = await h.call('POST', `/v1/clusters/${c.body.id}/machines`, {
+      body: { name, role: i === 0 ? 'controlplane' : 'worker', provider: 'local' },
+    });
+    expect(m.status).toBe(201);
+  }
+  return { tenantId: t.body.id as string, clusterId: c.body.id as string };
+}
+
+const provision = (clusterId: string, body: Record<string, unknown>) => h.call('POST', `/v1/clusters/${clusterId}/provision`, { body });
+
+describe('provision with real tofu on modules/local', () => {
+  it('plan → approve → apply puts the outputs on the machines; a second apply changes nothing; versions are kept', async () => {
+    const { clusterId } = await localCluster();
+    const plan = await provision(clusterId, { mode: 'plan' });
+    expect(plan.status).toBe(202);
+    const planned = await waitFor(plan.body.run.id);
+    expect(planned.state, planned.error ?? '').toBe('succeeded');
+    expect(planned.result).toMatchObject({ mode: 'plan', summary: { add: 2, change: 0, destroy: 0 }, hasChanges: true });
+    const planEvents = await events(planned.id);
+    expect(planEvents.map((e) => e.type)).toEqual(expect.arrayContaining(['provision.init', 'tofu.planned_change', 'tofu.change_summary', 'provision.planned']));
+    // Nothing is applied before approval.
+    expect((await h.call('GET', `/v1/clusters/${clusterId}/machines`)).body.machines.every((m: { ipv6: string | null }) => m.ipv6 === null)).toBe(true);
+
+    const approve = await h.call('POST', `/v1/runs/${planned.id}/approve`);
+    expect(approve.status).toBe(202);
+    const applied = await waitFor(approve.body.run.id);
+    expect(applied.state, applied.error ?? '').toBe('succeeded');
+    expect(applied.result).toMatchObject({ mode: 'apply', planRun: planned.id, applied: true });
+    const ms = (await h.call('GET', `/v1/clusters/${clusterId}/machines`)).body.machines;
+    expect(ms.map((m: { name: string; ipv4: string; ipv6: string; state: string }) => [m.name, m.ipv4, m.ipv6, m.state])).toEqual([
+      ['cp1', '192.0.2.10', '2001:db8::10', 'provisioned'],
+      ['w1', '192.0.2.11', '2001:db8::11', 'provisioned'],
+    ]);
+    expect((await events(applied.id)).map((e) => e.type)).toEqual(expect.arrayContaining(['tofu.apply_start', 'tofu.apply_complete', 'provision.addresses']));
+
+    // The same plan cannot be applied twice.
+    expect((await h.call('POST', `/v1/runs/${planned.id}/approve`)).status).toBe(409);
+
+    const again = await provision(clusterId, { mode: 'apply' });
+    const noop = await waitFor(again.body.run.id);
+    expect(noop.result).toMatchObject({ applied: false, summary: { add: 0, change: 0, destroy: 0 } });
+
+    const versions = await h.call('GET', `/v1/clusters/${clusterId}/state/versions`);
+    expect(versions.status).toBe(200);
+    expect(versions.body.versions.length).toBeGreaterThanOrEqual(1);
+    expect(await h.deps.db.select().from(stateLocks)).toEqual([]);
+  });
+
+  it('refuses a stale plan: the state moved since it was made', async () => {
+    const { clusterId } = await localCluster();
+    const planned = await waitFor((await provision(clusterId, { mode: 'plan' })).body.run.id);
+    await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const stale = await h.call('POST', `/v1/runs/${planned.id}/approve`);
+    expect(stale.status).toBe(409);
+    expect(stale.body.error.code).toBe('stale_plan');
+  });
+
+  it('destroy removes the machines and clears their addresses', async () => {
+    const { clusterId } = await localCluster({ machines: ['cp1'] });
+    await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const d = await waitFor((await provision(clusterId, { mode: 'apply', destroy: true })).body.run.id);
+    expect(d.state, d.error ?? '').toBe('succeeded');
+    expect(d.result).toMatchObject({ summary: { destroy: 1 } });
+    const [m] = await h.deps.db.select().from(machines);
+    expect(m).toMatchObject({ ipv4: null, ipv6: null, state: 'new' });
+  });
+
+  it('a second run on the cluster is refused with the active run id', async () => {
+    const { clusterId } = await localCluster({ machines: ['cp1'], delay: 30 });
+    const first = await provision(clusterId, { mode: 'apply' });
+    const second = await provision(clusterId, { mode: 'plan' });
+    expect(second.status).toBe(409);
+    expect(second.body.error.details.activeRun).toBe(first.body.run.id);
+    await h.call('POST', `/v1/runs/${first.body.run.id}/cancel`);
+    await waitFor(first.body.run.id);
+  });
+
+  it('cancel mid-apply interrupts tofu, releases the lock, and a later apply works', async () => {
+    const { clusterId } = await localCluster({ machines: ['cp1'], delay: 30 });
+    const run = (await provision(clusterId, { mode: 'apply' })).body.run;
+    for (let i = 0; i < 400; i++) {
+      if ((await events(run.id)).some((e) => e.type === 'tofu.apply_start')) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await h.call('POST', `/v1/runs/${run.id}/cancel`);
+    const done = await waitFor(run.id);
+    expect(done.state).toBe('canceled');
+    expect(await h.deps.db.select().from(stateLocks)).toEqual([]);
+
+    // Faster second attempt: the module delay is a cluster setting.
+    await h.deps.database.client.execute({
+      sql: "UPDATE clusters SET settings = json_set(settings, '$.providerSettings.local.apply_delay_seconds', 0) WHERE id = ?",
+      args: [clusterId],
+    });
+    const later = await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    expect(later.state, later.error ?? '').toBe('succeeded');
+    const [m] = await h.deps.db.select().from(machines).where(eq(machines.clusterId, clusterId));
+    expect(m?.ipv6).toBe('2001:db8::10');
+  });
+
+  it('never puts user_data or credentials into run events', async () => {
+    const { clusterId } = await localCluster({ machines: ['cp1'] });
+    const run = await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const config = (await h.call('GET', `/v1/clusters/${clusterId}/machines/${(await h.deps.db.select().from(machines))[0]!.id}/config`)).body as string;
+    const all = JSON.stringify(await events(run.id));
+    const secrets = await h.deps.newClusterSecrets();
+    for (const needle of [config.slice(0, 200), secrets.certs.os.keyPem.split('\n')[1]!, secrets.bootstrapToken, Buffer.from(config).toString('base64').slice(0, 60)]) {
+      expect(all).not.toContain(needle);
+    }
+  });
+
+  it('explains a cluster without cloud machines', async () => {
+    const { clusterId } = await localCluster({ machines: [] });
+    const run = await waitFor((await provision(clusterId, { mode: 'plan' })).body.run.id);
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/no cloud machines/);
+  });
+});
+
+describe('provision webhook', () => {
+  async function hook(tenantId: string, body: string, headers: Record<string, string>) {
+    const res = await h.app.request(`/v1/hooks/${tenantId}/provision`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    return { status: res.status, body: await res.json() };
+  }
+
+  it('verifies the signature, dedupes deliveries, rejects bad JSON', async () => {
+    const { tenantId, clusterId } = await localCluster({ machines: ['cp1'] });
+    const secret = (await h.call('POST', `/v1/tenants/${tenantId}/webhook-secret`)).body.secret as string;
+    expect(secret).toBeTruthy();
+    const body = JSON.stringify({ cluster: 'lab', mode: 'plan' });
+
+    expect((await hook(tenantId, body, { 'x-rezus-delivery': 'd1' })).status).toBe(401);
+    expect((await hook(tenantId, body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody('wrong', Buffer.from(body)) })).status).toBe(401);
+    expect((await hook('tn_aaaaaaaaaaaaaaaa', body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) })).status).toBe(401);
+    // A signature over other bytes does not verify this body.
+    expect((await hook(tenantId, body + ' ', { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) })).status).toBe(401);
+
+    const good = await hook(tenantId, body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) });
+    expect(good.status).toBe(202);
+    const runId = good.body.run.id;
+    const replay = await hook(tenantId, body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) });
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ duplicate: true, run: { id: runId } });
+    expect((await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs).toHaveLength(1);
+
+    const broken = '{"cluster": ';
+    const bad = await hook(tenantId, broken, { 'x-rezus-delivery': 'd2', 'x-rezus-signature': signBody(secret, Buffer.from(broken)) });
+    expect(bad.status).toBe(400);
+    const noDelivery = await hook(tenantId, body, { 'x-rezus-signature': signBody(secret, Buffer.from(body)) });
+    expect(noDelivery.status).toBe(400);
+    const unknown = JSON.stringify({ cluster: 'nope' });
+    expect((await hook(tenantId, unknown, { 'x-rezus-delivery': 'd3', 'x-rezus-signature': signBody(secret, Buffer.from(unknown)) })).status).toBe(404);
+    await waitFor(runId);
+  });
+});
