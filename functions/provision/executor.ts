@@ -2,7 +2,7 @@ import { and, eq, ne } from 'drizzle-orm';
 import { join } from 'node:path';
 import { clusters, machines } from '../../db/schema/index.ts';
 import { RunError, type Executor } from '../../lib/jobs/executor.ts';
-import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspace, type RunEvent } from '../../lib/tofu/index.ts';
+import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspace, type RunEvent, type TofuOutput } from '../../lib/tofu/index.ts';
 import type { Deps } from '../deps.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { renderOrReject } from '../machine-config/render.ts';
@@ -86,24 +86,23 @@ export const provisionExecutor: Executor<Deps> = async ({ run, deps, emit, signa
 
     if (params.planRun) return await applySaved(params.planRun);
 
+    if (params.mode === 'apply') {
+      const applied = await ws.applyVars({ ...hooks, varFile: files.varFile, destroy: params.destroy });
+      await pending;
+      const s = applied.summary;
+      const changed = s.add + s.change + s.destroy > 0;
+      if (!changed) await emit({ type: 'provision.nochange', message: 'infrastructure is up to date' });
+      return { mode: 'apply', destroy: params.destroy, summary: s, resources: applied.resources, applied: changed, machines: await recordAddresses(applied.outputs) };
+    }
+
     const before = await currentVersion(deps, cluster.id);
     const plan = await ws.plan({ ...hooks, varFile: files.varFile, destroy: params.destroy, outFile: files.planFile });
     await pending;
     const summary = plan.summary;
     await emit({ type: 'provision.planned', message: `plan: ${summary.add} to add, ${summary.change} to change, ${summary.destroy} to destroy`, data: { ...summary, resources: plan.resources } });
-
-    if (params.mode === 'plan') {
-      await savePlan(deps, { runId: run.id, clusterId: cluster.id, planFile: files.planFile, stateVersion: before?.version ?? null, destroy: params.destroy, summary, resources: plan.resources });
-      await emit({ type: 'provision.awaiting_approval', message: plan.hasChanges ? `approve with POST /v1/runs/${run.id}/approve` : 'no changes' });
-      return { mode: 'plan', destroy: params.destroy, summary, resources: plan.resources, hasChanges: plan.hasChanges };
-    }
-    if (!plan.hasChanges) {
-      await emit({ type: 'provision.nochange', message: 'infrastructure is up to date' });
-      return { mode: 'apply', destroy: params.destroy, summary, applied: false, machines: await recordAddresses() };
-    }
-    const applied = await ws.apply(files.planFile, hooks);
-    await pending;
-    return { mode: 'apply', destroy: params.destroy, summary: applied.summary, applied: true, machines: await recordAddresses() };
+    await savePlan(deps, { runId: run.id, clusterId: cluster.id, planFile: files.planFile, stateVersion: before?.version ?? null, destroy: params.destroy, summary, resources: plan.resources });
+    await emit({ type: 'provision.awaiting_approval', message: plan.hasChanges ? `approve with POST /v1/runs/${run.id}/approve` : 'no changes' });
+    return { mode: 'plan', destroy: params.destroy, summary, resources: plan.resources, hasChanges: plan.hasChanges };
   } catch (err) {
     await pending;
     if (err instanceof TofuCommandError) {
@@ -125,12 +124,12 @@ export const provisionExecutor: Executor<Deps> = async ({ run, deps, emit, signa
     await emit({ type: 'provision.apply_saved', message: `applying the plan of run ${planRunId}`, data: { ...saved.summary } });
     const applied = await ws.apply(files.planFile, hooks);
     await pending;
-    return { mode: 'apply', destroy: saved.destroy, planRun: planRunId, summary: applied.summary, applied: true, machines: await recordAddresses() };
+    return { mode: 'apply', destroy: saved.destroy, planRun: planRunId, summary: applied.summary, applied: true, machines: await recordAddresses(applied.outputs) };
   }
 
   /** Outputs give each machine its addresses; a destroyed machine loses them. */
-  async function recordAddresses() {
-    const addrs = machineAddressesFrom(await ws.outputs({ signal }));
+  async function recordAddresses(streamed: Record<string, TofuOutput>) {
+    const addrs = machineAddressesFrom(streamed.machines ? streamed : await ws.outputs({ signal }));
     const now = deps.clock.now();
     for (const m of cloudMachines) {
       const a = addrs[m.name];

@@ -6,7 +6,7 @@ import { backendBlock, backendConfigArgs, backendEnv, backendSecrets } from './b
 import type { TofuBackend } from './backend.ts';
 import { runTofu } from './executor.ts';
 import type { TofuExecResult, TofuSubcommand } from './executor.ts';
-import { isChangeSummary, isDiagnostic, isPlannedChange, toRunEvent } from './messages.ts';
+import { isChangeSummary, isDiagnostic, isOutputs, isPlannedChange, toRunEvent } from './messages.ts';
 import type { ChangeAction, ChangeSummaryMessage, RunEvent, TofuMessage } from './messages.ts';
 import { Redactor } from './redact.ts';
 
@@ -54,6 +54,10 @@ export interface PlanResult {
 
 export interface ApplyResult {
   summary: PlanSummary;
+  /** Root outputs as the apply stream reported them (values of sensitive ones are absent). */
+  outputs: Record<string, TofuOutput>;
+  /** Changes planned in the same process (applyVars only). */
+  resources: { address: string; action: ChangeAction }[];
 }
 
 export interface TofuOutput {
@@ -207,12 +211,29 @@ export class TofuWorkspace {
 
   /** Applies a saved plan; tofu refuses it if the state changed since the plan was made. */
   async apply(planFile: string, hooks: CommandHooks = {}): Promise<ApplyResult> {
+    return this.applyWith([planFile], hooks);
+  }
+
+  /**
+   * Plans and applies in one tofu process (`apply -auto-approve`): one start-up, one lock, and no
+   * window between plan and apply in which the state could move.
+   */
+  async applyVars(o: CommandHooks & { varFile: string; destroy?: boolean }): Promise<ApplyResult> {
+    return this.applyWith(['-auto-approve', `-var-file=${o.varFile}`, ...(o.destroy ? ['-destroy'] : [])], o);
+  }
+
+  private async applyWith(args: string[], hooks: CommandHooks): Promise<ApplyResult> {
     await this.sync();
     const summary: PlanSummary = { add: 0, change: 0, destroy: 0 };
-    await this.exec('apply', [...this.lockArgs(), planFile], hooks, (m) => {
-      if (isChangeSummary(m)) Object.assign(summary, summaryOf(m));
+    const outputs: Record<string, TofuOutput> = {};
+    const resources: ApplyResult['resources'] = [];
+    await this.exec('apply', [...this.lockArgs(), ...args], hooks, (m) => {
+      if (m.type === 'planned_change' && isPlannedChange(m)) resources.push({ address: m.change.resource.addr, action: m.change.action });
+      // Only the apply's own summary counts; a -auto-approve run also reports the plan's.
+      if (isChangeSummary(m) && m.changes.operation !== 'plan') Object.assign(summary, summaryOf(m));
+      if (isOutputs(m)) Object.assign(outputs, m.outputs as Record<string, TofuOutput>);
     });
-    return { summary };
+    return { summary, outputs, resources };
   }
 
   /** `output -json`: values of sensitive outputs included, so never log the result whole. */
@@ -276,6 +297,7 @@ export type MachineAddresses = z.infer<typeof machineAddresses>;
 /** The `machines` output every module in modules/ provides: name → { ipv4, ipv6 }. */
 export function machineAddressesFrom(outputs: Record<string, TofuOutput>): MachineAddresses {
   const out = outputs.machines;
-  if (!out) return {};
+  // A destroy reports the output as deleted, without a value.
+  if (!out || out.value === undefined || out.value === null) return {};
   return machineAddresses.parse(out.value);
 }
