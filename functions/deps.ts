@@ -25,6 +25,8 @@ export interface Settings {
     selfUrl: string;
     /** After SIGINT, how long tofu gets to release its lock and write state before SIGKILL. */
     cancelGraceMs: number;
+    /** tofu's -lock-timeout, e.g. `30s`. */
+    lockTimeout?: string;
   };
 }
 

@@ -51,7 +51,7 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
       adminToken: config.adminToken,
       collectCron: config.collectCron,
       followPollMs: 500,
-      tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000 },
+      tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000, lockTimeout: '30s' },
     },
     metrics: createHttpMetrics(),
     newClusterSecrets: generateSecrets,

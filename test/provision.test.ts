@@ -6,6 +6,8 @@ import { executors, onRunsInterrupted } from '../functions/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { listen } from './support/serve.ts';
+import { basic, lockInfo, stateClient } from './support/state.ts';
+import { mintStateCredential } from '../functions/state/credentials.ts';
 
 let h: Harness;
 let worker: Worker;
@@ -124,6 +126,20 @@ describe('provision with real tofu on modules/local', () => {
     expect(second.body.error.details.activeRun).toBe(first.body.run.id);
     await h.call('POST', `/v1/runs/${first.body.run.id}/cancel`);
     await waitFor(first.body.run.id);
+  });
+
+  it('a state lock held elsewhere fails the run clearly, naming the holder', async () => {
+    const { clusterId, tenantId } = await localCluster({ machines: ['cp1'] });
+    const other = await h.deps.jobs.enqueue({ kind: 'manual', tenantId, clusterId, exclusive: false });
+    const cred = await mintStateCredential(h.deps, { runId: other.id, tenantId, clusterId, ttlMs: 60_000 });
+    const holder = lockInfo('someone@elsewhere');
+    expect((await stateClient(h, tenantId, clusterId, basic(cred)).lock(holder)).status).toBe(200);
+    const run = await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/lock/i);
+    expect(JSON.stringify(await events(run.id))).toContain(holder.ID);
+    // The other holder keeps its lock: the failed run did not steal or clear it.
+    expect((await h.deps.db.select().from(stateLocks)).map((l) => l.lockId)).toEqual([holder.ID]);
   });
 
   it('cancel mid-apply interrupts tofu, releases the lock, and a later apply works', async () => {

@@ -71,6 +71,8 @@ export const provisionExecutor: Executor<Deps> = async ({ run, deps, emit, signa
     pathEnv,
     env: providerEnv,
     graceMs: deps.settings.tofu.cancelGraceMs,
+    // A lock held elsewhere (a run on another runner, a force-unlock pending) is waited for briefly.
+    lockTimeout: deps.settings.tofu.lockTimeout,
   });
 
   // Events are written in order but without blocking tofu's stdout.

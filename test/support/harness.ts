@@ -62,7 +62,7 @@ export async function createHarness(
       adminToken,
       collectCron: '* * * * *',
       followPollMs: 50,
-      tofu: { pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: 20_000 },
+      tofu: { pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: 20_000, lockTimeout: '1s' },
     },
     metrics: createHttpMetrics(),
     newClusterSecrets: opts.freshSecrets ? generateSecrets : sharedSecrets,
