@@ -108,4 +108,21 @@ describe('cluster secrets and configs over the API', () => {
     const tenantAudit = await h.call('GET', '/v1/audit', { token: reader });
     expect(tenantAudit.body.entries.every((e: { tenantId: string }) => e.tenantId === tenantId)).toBe(true);
   });
+
+  it('PATCH changes settings, keeps what it does not name, and refuses a patch that breaks a machine', async () => {
+    const { clusterId } = await seedCluster(h, 'home', { kubernetesVersion: '1.35.1' });
+    const cp = await addMachine(clusterId, { name: 'cp1', role: 'controlplane', provider: 'metal' });
+    const ok = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { patches: [{ machine: { sysctls: { 'vm.swappiness': '10' } } }] } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.kubernetesVersion).toBe('1.35.1');
+    expect(ok.body.endpoint).toBe('https://[2001:db8::1]:6443');
+    const config = (await h.call('GET', `/v1/clusters/${clusterId}/machines/${cp.id}/config`)).body as string;
+    expect(config).toContain('vm.swappiness');
+
+    const bad = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { patches: [{ machine: { install: { disk: false } } }] } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/machine\.install\.disk/);
+    expect((await h.call('GET', `/v1/clusters/${clusterId}`)).body.settings.patches).toEqual([{ machine: { sysctls: { 'vm.swappiness': '10' } } }]);
+    expect((await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { talosVersion: 'v1.14.0' } })).status).toBe(400);
+  });
 });

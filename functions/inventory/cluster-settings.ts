@@ -25,6 +25,15 @@ export const clusterSettingsInput = z.object({
   providerSettings: providerSettingsInput.optional(),
 });
 
+/** What a PATCH may change: no defaults here, an absent field keeps its value. */
+export const clusterUpdateInput = z.strictObject({
+  kubernetesVersion: kubernetesVersionSchema.optional(),
+  endpoint: endpointSchema.optional(),
+  ...clusterTalosInput.shape,
+  installerImage: clusterTalosInput.shape.installerImage.unwrap().nullable().optional(),
+  providerSettings: providerSettingsInput.optional(),
+});
+
 export function validateClusterInput(body: z.output<typeof clusterSettingsInput>) {
   const settings = toClusterSettings(body);
   if ('error' in settings) throw new ApiError(400, 'invalid_request', describeZodError(settings.error));

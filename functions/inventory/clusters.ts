@@ -8,8 +8,9 @@ import { readJson } from '../../lib/http/validate.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../deps.ts';
-import { clusterSettingsInput, validateClusterInput } from './cluster-settings.ts';
-import { sealClusterSecrets } from '../machine-config/secrets.ts';
+import { clusterSettingsInput, clusterUpdateInput, validateClusterInput } from './cluster-settings.ts';
+import { openClusterSecrets, sealClusterSecrets } from '../machine-config/secrets.ts';
+import { readClusterSettings } from '../machine-config/settings.ts';
 import { renderOrReject } from '../machine-config/render.ts';
 import { hasLiveState } from '../state/store.ts';
 import { loadCluster, type ClusterRow } from './load.ts';
@@ -90,6 +91,43 @@ export function clusterRoutes() {
   });
 
   app.get('/:id', requireScope('read'), async (c) => c.json(publicCluster(await loadCluster(c, c.req.param('id')))));
+
+  // Talos version changes go through an upgrade run, not an edit.
+  app.patch('/:id', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const body = await readJson(c, clusterUpdateInput);
+    const { db, clock } = c.var.deps;
+    const active = await c.var.deps.jobs.activeForCluster(cluster.id);
+    if (active) throw conflict('cluster has an active run', { activeRun: active.id });
+    const current = readClusterSettings(cluster.settings);
+    const merged = validateClusterInput({
+      talosVersion: cluster.talosVersion,
+      kubernetesVersion: body.kubernetesVersion ?? cluster.kubernetesVersion,
+      endpoint: body.endpoint ?? cluster.endpoint,
+      schematic: body.schematic ?? current.schematic,
+      installerImage: body.installerImage === null ? undefined : (body.installerImage ?? current.installerImage),
+      installDisk: body.installDisk ?? current.installDisk,
+      podSubnets: body.podSubnets ?? current.podSubnets,
+      serviceSubnets: body.serviceSubnets ?? current.serviceSubnets,
+      patches: body.patches ?? current.patches,
+      providerSettings: body.providerSettings ?? (cluster.settings.providerSettings as never),
+    });
+    const next = { ...cluster, ...merged };
+    const secrets = openClusterSecrets(c.var.deps, cluster);
+    const rows = await db.select().from(machines).where(eq(machines.clusterId, cluster.id));
+    // Every machine's config must still render, or nothing changes.
+    for (const role of ['controlplane', 'worker'] as const) {
+      renderOrReject(next, { name: `check-${role}`, role, installDisk: null, patches: [], address: null }, secrets);
+    }
+    for (const m of rows) renderOrReject(next, m, secrets, `machines.${m.name}`);
+    const [row] = await db
+      .update(clusters)
+      .set({ kubernetesVersion: merged.kubernetesVersion, endpoint: merged.endpoint, settings: merged.settings, updatedAt: clock.now() })
+      .where(eq(clusters.id, cluster.id))
+      .returning();
+    await recordAudit(c, { action: 'cluster.update', target: cluster.id, tenantId: cluster.tenantId, detail: { fields: Object.keys(body) } });
+    return c.json(publicCluster(row!));
+  });
 
   app.delete('/:id', requireScope('write'), async (c) => {
     const cluster = await loadCluster(c, c.req.param('id'));
