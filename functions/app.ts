@@ -7,6 +7,7 @@ import { ActiveRunConflict } from '../lib/jobs/queue.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { backupRoutes } from './backup/index.ts';
 import type { AppEnv, Deps } from './deps.ts';
+import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.tsx';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
@@ -18,6 +19,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface AppOptions {
   metricsSources?: MetricsSource[];
+  dashboard?: DashboardOptions;
 }
 
 /** The whole HTTP surface; the runner and the tests build it the same way, with their own deps. */
@@ -64,6 +66,8 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   const ops = opsRoutes(opts.metricsSources);
   app.route('/', ops);
   app.route('/v1', v1);
+  // The dashboard reaches the API through the app itself, so both run the same handlers.
+  app.route('/', dashboardRoutes((req, env) => app.fetch(req, env), opts.dashboard));
   return app;
 }
 

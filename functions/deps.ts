@@ -16,6 +16,11 @@ export interface Settings {
   collectCron: string;
   /** Poll interval for run event followers (SSE) in ms. */
   followPollMs: number;
+  /**
+   * Home Assistant add-on: requests from the Supervisor's ingress proxy carrying X-Ingress-Path
+   * are the admin without a login. Off unless the runner is configured for the add-on.
+   */
+  trustIngress?: boolean;
 }
 
 export interface Deps {

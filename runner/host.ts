@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { openDatabase, runMigrations } from '../db/client.ts';
-import { createApp } from '../functions/app.ts';
+import { createApp, type AppOptions } from '../functions/app.ts';
 import type { Deps } from '../functions/deps.ts';
 import { createHttpMetrics } from '../functions/ops/http-metrics.ts';
 import { cronJobs, executors } from '../functions/registry.ts';
@@ -26,7 +26,11 @@ export interface Host {
 }
 
 /** Starts everything the runner hosts: database, HTTP, worker, cron. */
-export async function startHost(config: RunnerConfig, print: (line: string) => void = console.log): Promise<Host> {
+export async function startHost(
+  config: RunnerConfig,
+  print: (line: string) => void = console.log,
+  appOptions: AppOptions = {},
+): Promise<Host> {
   const log = createLogger(config.logLevel);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
@@ -49,11 +53,12 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
       adminToken: config.adminToken,
       collectCron: config.collectCron,
       followPollMs: 500,
+      trustIngress: config.trustIngress,
     },
     metrics: createHttpMetrics(),
   };
 
-  const app = createApp(deps);
+  const app = createApp(deps, appOptions);
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
   });
