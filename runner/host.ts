@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, type AppOptions } from '../functions/app.ts';
-import type { Deps } from '../functions/deps.ts';
+import type { AppExecutors, Deps } from '../functions/deps.ts';
 import { createHttpMetrics } from '../functions/ops/http-metrics.ts';
 import { cronJobs, executors } from '../functions/registry.ts';
 import { systemClock } from '../lib/clock.ts';
@@ -26,10 +26,16 @@ export interface Host {
 }
 
 /** Starts everything the runner hosts: database, HTTP, worker, cron. */
+export interface HostOptions {
+  app?: AppOptions;
+  /** Replaces the registry's executors (tests wrap them to hold a run at a known point). */
+  executors?: AppExecutors;
+}
+
 export async function startHost(
   config: RunnerConfig,
   print: (line: string) => void = console.log,
-  appOptions: AppOptions = {},
+  opts: HostOptions = {},
 ): Promise<Host> {
   const log = createLogger(config.logLevel);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
@@ -58,7 +64,7 @@ export async function startHost(
     metrics: createHttpMetrics(),
   };
 
-  const app = createApp(deps, appOptions);
+  const app = createApp(deps, opts.app);
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
   });
@@ -66,7 +72,7 @@ export async function startHost(
 
   const worker = createWorker({
     deps,
-    executors: executors(),
+    executors: opts.executors ?? executors(),
     workerId: `${hostname()}:${process.pid}`,
     leaseMs: config.leaseMs,
     concurrency: config.workerConcurrency,

@@ -33,7 +33,7 @@ h2 { font-size: 1.2rem; margin: 2rem 0 .75rem; }
 .alert { border: 1px solid var(--danger); background: var(--danger-bg); color: var(--fg); padding: .75rem 1rem; border-radius: 6px; margin: 0 0 1rem; }
 .alert strong { color: var(--danger); }
 .notice { border: 1px solid var(--line); background: var(--panel); padding: .75rem 1rem; border-radius: 6px; }
-.table-wrap { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; }
+.table-wrap { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; margin: 0 0 1rem; }
 table { border-collapse: collapse; width: 100%; font-size: .95rem; }
 th, td { text-align: left; padding: .5rem .75rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: var(--panel); font-weight: 600; white-space: nowrap; }
@@ -60,7 +60,7 @@ input[type=checkbox] { width: 1.25rem; height: 1.25rem; }
 button { font: inherit; font-weight: 600; min-height: 2.75rem; padding: .5rem 1rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg); cursor: pointer; }
 button.secondary { background: transparent; color: var(--accent); }
 button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
-.actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-start; }
+.actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-start; margin: 0 0 1rem; }
 .actions form { margin: 0; }
 .inline { display: inline; }
 details { margin: .25rem 0; }
@@ -78,7 +78,8 @@ pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6p
   main { padding: .75rem; }
   dl.facts { grid-template-columns: 1fr; gap: 0; }
   dl.facts dd { margin-bottom: .5rem; }
-  ol.log li { grid-template-columns: 1fr; gap: 0; }
+  ol.log li { grid-template-columns: auto 1fr; gap: 0 .5rem; }
+  ol.log .msg { grid-column: 1 / -1; }
   .who { margin-left: 0; width: 100%; justify-content: space-between; }
   th, td { padding: .45rem .5rem; }
   .actions { flex-direction: column; align-items: stretch; }
@@ -121,6 +122,8 @@ export const RUN_LOG_JS = `
     es.close();
     var run = JSON.parse(m.data);
     if (run && state) { state.textContent = run.state; state.className = 'badge ' + run.state; }
+    var finished = document.getElementById('run-finished');
+    if (run && run.finishedAt && finished) finished.textContent = new Date(run.finishedAt).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
     if (live) live.textContent = 'Run finished' + (run ? ': ' + run.state : '') + '.';
     log.setAttribute('data-done', '1');
     var cancel = document.getElementById('cancel-run');

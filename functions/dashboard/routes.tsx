@@ -271,7 +271,8 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const after = c.req.query('after');
     const qs = after && /^\d+$/.test(after) ? `?after=${after}` : '';
     const res = await api(c).raw(`/v1/runs/${encodeURIComponent(c.req.param('id'))}/events${qs}`, { headers });
-    return new Response(res.body, {
+    const streaming = res.ok && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+    return new Response(streaming ? withKeepAlive(res.body) : res.body, {
       status: res.status,
       headers: { 'content-type': res.headers.get('content-type') ?? 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
     });
@@ -292,6 +293,43 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   });
 
   return app;
+}
+
+const SSE_KEEPALIVE_MS = 15_000;
+
+/**
+ * Opens the stream with a comment so the headers go out at once (the server holds them until the
+ * first byte, and a run may be quiet for long), then keeps idle proxies such as ingress from
+ * closing it.
+ */
+function withKeepAlive(body: ReadableStream<Uint8Array> | null): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  const reader = body?.getReader();
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const stop = () => clearInterval(timer);
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(enc.encode(': stream open\nretry: 3000\n\n'));
+      timer = setInterval(() => {
+        try {
+          controller.enqueue(enc.encode(': keep-alive\n\n'));
+        } catch {
+          stop();
+        }
+      }, SSE_KEEPALIVE_MS);
+    },
+    async pull(controller) {
+      const chunk = reader ? await reader.read() : { done: true as const, value: undefined };
+      if (chunk.done) {
+        stop();
+        controller.close();
+      } else controller.enqueue(chunk.value);
+    },
+    async cancel(reason) {
+      stop();
+      await reader?.cancel(reason);
+    },
+  });
 }
 
 async function render(c: Ctx, status: ContentfulStatusCode, page: HtmlEscapedString | Promise<HtmlEscapedString>) {

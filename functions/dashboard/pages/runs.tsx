@@ -47,7 +47,7 @@ export const RunPage: FC<{ v: View; run: Json; events: Json[]; error?: string | 
           <Time ms={run.startedAt} />
         </dd>
         <dt>Finished</dt>
-        <dd>
+        <dd id="run-finished">
           <Time ms={run.finishedAt} />
         </dd>
         {run.error && (
