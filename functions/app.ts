@@ -7,6 +7,7 @@ import { ActiveRunConflict } from '../lib/jobs/queue.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { backupRoutes } from './backup/index.ts';
 import type { AppEnv, Deps } from './deps.ts';
+import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.tsx';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { machineConfigRoutes } from './machine-config/routes.ts';
@@ -32,6 +33,7 @@ const apiBodyLimit = () =>
 
 export interface AppOptions {
   metricsSources?: MetricsSource[];
+  dashboard?: DashboardOptions;
 }
 
 /** The whole HTTP surface; the runner and the tests build it the same way, with their own deps. */
@@ -85,6 +87,8 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   hooks.route('/', provisionHookRoutes());
   app.route('/v1/hooks', hooks);
   app.route('/v1', v1);
+  // The dashboard reaches the API through the app itself, so both run the same handlers.
+  app.route('/', dashboardRoutes((req, env) => app.fetch(req, env), opts.dashboard));
   return app;
 }
 

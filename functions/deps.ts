@@ -28,6 +28,11 @@ export interface Settings {
     /** tofu's -lock-timeout, e.g. `30s`. */
     lockTimeout?: string;
   };
+  /**
+   * Home Assistant add-on: requests from the Supervisor's ingress proxy carrying X-Ingress-Path
+   * are the admin without a login. Off unless the runner is configured for the add-on.
+   */
+  trustIngress?: boolean;
 }
 
 export interface Deps {

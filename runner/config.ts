@@ -18,6 +18,7 @@ export interface RunnerConfig {
   tofuBin?: string;
   retentionRawS: number;
   collectConcurrency: number;
+  trustIngress: boolean;
 }
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
@@ -32,6 +33,11 @@ const optional = z
   .string()
   .optional()
   .transform((v) => (v === '' ? undefined : v));
+
+const bool = z
+  .enum(['true', 'false', '1', '0', ''])
+  .default('false')
+  .transform((v) => v === 'true' || v === '1');
 
 const envSchema = z.object({
   REZUS_DATA_DIR: z.string().default('./data'),
@@ -49,6 +55,7 @@ const envSchema = z.object({
   REZUS_TOFU_BIN: optional,
   REZUS_RETENTION_RAW: z.string().default('24h'),
   REZUS_COLLECT_CONCURRENCY: int(1, 1024).default(64),
+  REZUS_TRUST_INGRESS: bool,
 });
 
 /** The runner's whole configuration comes from the environment; everything has a default. */
@@ -76,5 +83,6 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     tofuBin: e.REZUS_TOFU_BIN,
     retentionRawS: parseDuration(e.REZUS_RETENTION_RAW),
     collectConcurrency: e.REZUS_COLLECT_CONCURRENCY,
+    trustIngress: e.REZUS_TRUST_INGRESS,
   };
 }

@@ -3,8 +3,8 @@ import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { openDatabase, runMigrations } from '../db/client.ts';
-import { createApp } from '../functions/app.ts';
-import type { Deps } from '../functions/deps.ts';
+import { createApp, type AppOptions } from '../functions/app.ts';
+import type { AppExecutors, Deps } from '../functions/deps.ts';
 import { createHttpMetrics } from '../functions/ops/http-metrics.ts';
 import { cronJobs, executors, onRunsInterrupted } from '../functions/registry.ts';
 import { removeStaleRunFiles } from '../lib/tofu/index.ts';
@@ -28,7 +28,17 @@ export interface Host {
 }
 
 /** Starts everything the runner hosts: database, HTTP, worker, cron. */
-export async function startHost(config: RunnerConfig, print: (line: string) => void = console.log): Promise<Host> {
+export interface HostOptions {
+  app?: AppOptions;
+  /** Replaces the registry's executors (tests wrap them to hold a run at a known point). */
+  executors?: AppExecutors;
+}
+
+export async function startHost(
+  config: RunnerConfig,
+  print: (line: string) => void = console.log,
+  opts: HostOptions = {},
+): Promise<Host> {
   const log = createLogger(config.logLevel);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
@@ -52,12 +62,13 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
       collectCron: config.collectCron,
       followPollMs: 500,
       tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000, lockTimeout: '30s' },
+      trustIngress: config.trustIngress,
     },
     metrics: createHttpMetrics(),
     newClusterSecrets: generateSecrets,
   };
 
-  const app = createApp(deps);
+  const app = createApp(deps, opts.app);
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
   });
@@ -69,7 +80,7 @@ export async function startHost(config: RunnerConfig, print: (line: string) => v
 
   const worker = createWorker({
     deps,
-    executors: executors(),
+    executors: opts.executors ?? executors(),
     workerId: `${hostname()}:${process.pid}`,
     leaseMs: config.leaseMs,
     concurrency: config.workerConcurrency,

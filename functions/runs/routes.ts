@@ -67,6 +67,8 @@ export function runRoutes() {
     }
     const resumeFrom = Number(c.req.header('last-event-id') ?? q.after ?? 0) || 0;
     return streamSSE(c, async (stream) => {
+      // A comment first, so the headers go out even while the run is quiet.
+      await stream.write(': following run\n\n');
       let last = resumeFrom;
       let closed = false;
       let wake: (() => void) | undefined;

@@ -20,8 +20,21 @@ export async function authenticate(deps: AppEnv['Variables']['deps'], token: str
   return { tokenId: row.id, tenantId: row.tenantId, scopes: admin ? [...SCOPES] : (row.scopes as Scope[]), admin };
 }
 
+/**
+ * The dashboard calls the API in-process with the principal it already authenticated (a session
+ * token, or Home Assistant ingress). The key is a symbol in the request's env bindings, which no
+ * request from outside can carry.
+ */
+export const DISPATCH_PRINCIPAL: unique symbol = Symbol('rezus.dispatchPrincipal');
+
+function dispatchedPrincipal(env: unknown): Principal | undefined {
+  if (typeof env !== 'object' || env === null) return undefined;
+  return (env as { [DISPATCH_PRINCIPAL]?: Principal })[DISPATCH_PRINCIPAL];
+}
+
 export const requireAuth = createMiddleware<AppEnv>(async (c, next) => {
-  const principal = await authenticate(c.var.deps, bearerToken(c.req.header('authorization')));
+  const principal =
+    dispatchedPrincipal(c.env) ?? (await authenticate(c.var.deps, bearerToken(c.req.header('authorization'))));
   if (!principal) throw unauthorized();
   c.set('principal', principal);
   await next();

@@ -1,0 +1,135 @@
+/** The dashboard's only stylesheet and script, served from memory: there is no front-end build. */
+
+export const APP_CSS = `
+:root {
+  --bg: #ffffff; --fg: #1b1f24; --muted: #515a66; --line: #d0d7de; --panel: #f6f8fa;
+  --accent: #0b57d0; --accent-fg: #ffffff; --danger: #b3261e; --danger-bg: #fdecea;
+  --ok: #116329; --ok-bg: #dafbe1; --warn: #7d4e00; --warn-bg: #fff8c5; --focus: #0b57d0;
+  color-scheme: light dark;
+}
+@media (prefers-color-scheme: dark) {
+  :root {
+    --bg: #0d1117; --fg: #e6edf3; --muted: #9da7b3; --line: #30363d; --panel: #161b22;
+    --accent: #4493f8; --accent-fg: #0d1117; --danger: #ff7b72; --danger-bg: #3c1618;
+    --ok: #56d364; --ok-bg: #12261e; --warn: #e3b341; --warn-bg: #2e2410; --focus: #79c0ff;
+  }
+}
+* { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: var(--bg); color: var(--fg); }
+a { color: var(--accent); }
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+.skip { position: absolute; left: -9999px; top: 0; background: var(--accent); color: var(--accent-fg); padding: .5rem 1rem; z-index: 10; }
+.skip:focus { left: .5rem; top: .5rem; }
+header.top { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.5rem; padding: .75rem 1rem; border-bottom: 1px solid var(--line); background: var(--panel); }
+.brand { font-weight: 700; font-size: 1.1rem; color: var(--fg); text-decoration: none; }
+nav ul { display: flex; flex-wrap: wrap; gap: .25rem 1rem; list-style: none; margin: 0; padding: 0; }
+nav a { display: inline-block; padding: .25rem 0; text-decoration: none; }
+nav a[aria-current="page"] { font-weight: 700; text-decoration: underline; text-underline-offset: .3em; }
+.who { margin-left: auto; display: flex; align-items: center; gap: .75rem; color: var(--muted); font-size: .9rem; }
+main { max-width: 72rem; margin: 0 auto; padding: 1rem; }
+h1 { font-size: 1.5rem; margin: .5rem 0 1rem; word-break: break-word; }
+h2 { font-size: 1.2rem; margin: 2rem 0 .75rem; }
+.alert { border: 1px solid var(--danger); background: var(--danger-bg); color: var(--fg); padding: .75rem 1rem; border-radius: 6px; margin: 0 0 1rem; }
+.alert strong { color: var(--danger); }
+.notice { border: 1px solid var(--line); background: var(--panel); padding: .75rem 1rem; border-radius: 6px; }
+.table-wrap { overflow-x: auto; border: 1px solid var(--line); border-radius: 6px; margin: 0 0 1rem; }
+table { border-collapse: collapse; width: 100%; font-size: .95rem; }
+th, td { text-align: left; padding: .5rem .75rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: var(--panel); font-weight: 600; white-space: nowrap; }
+tr:last-child td { border-bottom: 0; }
+td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .875rem; word-break: break-all; }
+.badge { display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .85rem; border: 1px solid var(--line); background: var(--panel); color: var(--fg); white-space: nowrap; }
+.badge.healthy, .badge.succeeded { background: var(--ok-bg); color: var(--ok); border-color: var(--ok); }
+.badge.degraded, .badge.running, .badge.queued { background: var(--warn-bg); color: var(--warn); border-color: var(--warn); }
+.badge.unhealthy, .badge.failed, .badge.interrupted { background: var(--danger-bg); color: var(--danger); border-color: var(--danger); }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin: 0; word-break: break-word; }
+form.card { border: 1px solid var(--line); border-radius: 6px; padding: 1rem; background: var(--panel); margin: 0 0 1rem; }
+form.card h3, form.card legend { margin: 0 0 .75rem; font-size: 1.05rem; font-weight: 600; }
+.fields { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: .75rem 1rem; margin-bottom: .75rem; }
+.field { display: flex; flex-direction: column; gap: .25rem; }
+.field.check { flex-direction: row; align-items: center; gap: .5rem; }
+label { font-weight: 600; font-size: .95rem; }
+.hint { color: var(--muted); font-size: .85rem; font-weight: 400; }
+input[type=text], input[type=password], input[type=number], select {
+  font: inherit; padding: .5rem .6rem; border: 1px solid var(--muted); border-radius: 6px; background: var(--bg); color: var(--fg); min-height: 2.75rem; width: 100%;
+}
+input[type=checkbox] { width: 1.25rem; height: 1.25rem; }
+button { font: inherit; font-weight: 600; min-height: 2.75rem; padding: .5rem 1rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg); cursor: pointer; }
+button.secondary { background: transparent; color: var(--accent); }
+button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
+.actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-start; margin: 0 0 1rem; }
+.actions form { margin: 0; }
+.inline { display: inline; }
+details { margin: .25rem 0; }
+summary { cursor: pointer; color: var(--accent); min-height: 1.75rem; }
+ol.log { list-style: none; margin: 0; padding: .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85rem; max-height: 32rem; overflow: auto; }
+ol.log li { display: grid; grid-template-columns: 6rem 3.5rem 1fr; gap: .5rem; padding: .15rem .25rem; border-bottom: 1px dashed var(--line); }
+ol.log li:last-child { border-bottom: 0; }
+ol.log .warn { color: var(--warn); }
+ol.log .error { color: var(--danger); }
+ol.log .msg { word-break: break-word; white-space: pre-wrap; }
+.sparkline { color: var(--accent); vertical-align: middle; }
+pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: .75rem; overflow: auto; font-size: .85rem; }
+.login { max-width: 28rem; margin: 2rem auto; }
+@media (max-width: 40rem) {
+  main { padding: .75rem; }
+  dl.facts { grid-template-columns: 1fr; gap: 0; }
+  dl.facts dd { margin-bottom: .5rem; }
+  ol.log li { grid-template-columns: auto 1fr; gap: 0 .5rem; }
+  ol.log .msg { grid-column: 1 / -1; }
+  .who { margin-left: 0; width: 100%; justify-content: space-between; }
+  th, td { padding: .45rem .5rem; }
+  .actions { flex-direction: column; align-items: stretch; }
+  .actions button { width: 100%; }
+}
+`;
+
+/**
+ * Follows a run's log with EventSource. The page renders the events known at load time; this
+ * asks the dashboard's stream proxy for the rest (cookies go along, no Authorization header needed).
+ */
+export const RUN_LOG_JS = `
+(function () {
+  var log = document.getElementById('run-log');
+  if (!log || log.getAttribute('data-done') === '1' || !window.EventSource) return;
+  var last = Number(log.getAttribute('data-after') || '0');
+  var live = document.getElementById('run-live');
+  var state = document.getElementById('run-state');
+  function pad(n) { return n < 10 ? '0' + n : String(n); }
+  function clock(ms) { var d = new Date(ms); return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()); }
+  function cell(text, cls) { var s = document.createElement('span'); s.textContent = text; if (cls) s.className = cls; return s; }
+  function append(e) {
+    var li = document.createElement('li');
+    li.className = e.level;
+    li.setAttribute('data-seq', String(e.seq));
+    li.appendChild(cell(clock(e.at), 'at'));
+    li.appendChild(cell(e.level, 'level'));
+    li.appendChild(cell(e.message, 'msg'));
+    log.appendChild(li);
+    log.scrollTop = log.scrollHeight;
+  }
+  var es = new EventSource(log.getAttribute('data-stream') + '?after=' + last);
+  es.addEventListener('run-event', function (m) {
+    var e = JSON.parse(m.data);
+    if (e.seq <= last) return;
+    last = e.seq;
+    append(e);
+  });
+  es.addEventListener('end', function (m) {
+    es.close();
+    var run = JSON.parse(m.data);
+    if (run && state) { state.textContent = run.state; state.className = 'badge ' + run.state; }
+    var finished = document.getElementById('run-finished');
+    if (run && run.finishedAt && finished) finished.textContent = new Date(run.finishedAt).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+    if (live) live.textContent = 'Run finished' + (run ? ': ' + run.state : '') + '.';
+    log.setAttribute('data-done', '1');
+    var cancel = document.getElementById('cancel-run');
+    if (cancel) cancel.hidden = true;
+  });
+  es.onerror = function () { if (live && log.getAttribute('data-done') !== '1') live.textContent = 'Connection lost; retrying...'; };
+  es.onopen = function () { if (live) live.textContent = 'Following the run live.'; };
+})();
+`;

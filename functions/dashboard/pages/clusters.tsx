@@ -1,0 +1,91 @@
+import type { FC } from 'hono/jsx';
+import type { Json } from '../api.ts';
+import type { ClusterHealth } from '../health-view.ts';
+import { Badge, Csrf, Field, Layout, Select } from '../layout.tsx';
+import { href, type FormValues, type View } from '../view.ts';
+
+export const HealthBadge: FC<{ health: ClusterHealth | undefined }> = ({ health }) => (
+  <span title={health?.summary}>
+    <Badge state={health?.status ?? 'unknown'} />
+    {health?.summary && <span class="hint"> {health.summary}</span>}
+  </span>
+);
+
+export const ClustersPage: FC<{
+  v: View;
+  clusters: Json[];
+  tenants: Json[];
+  health: Record<string, ClusterHealth>;
+  error?: string | undefined;
+  values?: FormValues;
+}> = ({ v, clusters, tenants, health, error, values = {} }) => {
+  const tenantName = new Map(tenants.map((t) => [t.id, t.name]));
+  return (
+    <Layout v={v} title="Clusters" section="clusters" error={error}>
+      <section aria-labelledby="clusters-h">
+        <h2 id="clusters-h">Clusters</h2>
+        {clusters.length === 0 ? (
+          <p class="notice">No clusters yet.</p>
+        ) : (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Tenant</th>
+                  <th scope="col">Health</th>
+                  <th scope="col">Talos</th>
+                  <th scope="col">Kubernetes</th>
+                  <th scope="col">Endpoint</th>
+                </tr>
+              </thead>
+              <tbody>
+                {clusters.map((cl) => (
+                  <tr>
+                    <td>
+                      <a href={href(v, `/clusters/${encodeURIComponent(cl.id)}`)}>{String(cl.name)}</a>
+                    </td>
+                    <td>{String(tenantName.get(cl.tenant) ?? cl.tenant)}</td>
+                    <td>
+                      <HealthBadge health={health[cl.id]} />
+                    </td>
+                    <td>{String(cl.talosVersion)}</td>
+                    <td>{String(cl.kubernetesVersion)}</td>
+                    <td class="mono">{String(cl.endpoint)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+      <section aria-labelledby="new-cluster-h">
+        <h2 id="new-cluster-h">New cluster</h2>
+        {tenants.length === 0 ? (
+          <p class="notice">
+            Create a <a href={href(v, '/tenants')}>tenant</a> first.
+          </p>
+        ) : (
+          <form method="post" action={href(v, '/clusters')} class="card">
+            <Csrf v={v} />
+            <div class="fields">
+              <Select
+                id="cl-tenant"
+                name="tenant"
+                label="Tenant"
+                value={values.tenant}
+                required
+                options={tenants.map((t) => [String(t.id), String(t.name)])}
+              />
+              <Field id="cl-name" name="name" label="Name" hint="a DNS label" value={values.name} required />
+              <Field id="cl-talos" name="talosVersion" label="Talos version" placeholder="v1.13.9" value={values.talosVersion} required />
+              <Field id="cl-k8s" name="kubernetesVersion" label="Kubernetes version" placeholder="1.36.3" value={values.kubernetesVersion} required />
+              <Field id="cl-endpoint" name="endpoint" label="API endpoint" placeholder="https://[2001:db8::1]:6443" value={values.endpoint} required />
+            </div>
+            <button type="submit">Create cluster</button>
+          </form>
+        )}
+      </section>
+    </Layout>
+  );
+};

@@ -1,0 +1,355 @@
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { getCookie, setCookie } from 'hono/cookie';
+import { html } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { authenticate } from '../../lib/auth/middleware.ts';
+import type { AppEnv, Principal } from '../deps.ts';
+import { apiClient, runIdOf, type ApiClient, type ApiResult, type Dispatch, type Json } from './api.ts';
+import { APP_CSS, RUN_LOG_JS } from './assets.ts';
+import { readHealth, UNKNOWN_REPORT, unknownHealthView, type HealthContext, type HealthView } from './health-view.ts';
+import { INGRESS_PRINCIPAL, SUPERVISOR_ADDRESS, ingressDecision, nodeRemoteAddress, type RemoteAddressSource } from './ingress.ts';
+import { ClusterPage } from './pages/cluster.tsx';
+import { ClustersPage } from './pages/clusters.tsx';
+import { LoginPage } from './pages/login.tsx';
+import { MessagePage, RunPage, RunsPage } from './pages/runs.tsx';
+import { TenantsPage } from './pages/tenants.tsx';
+import { SESSION_COOKIE, SESSION_TTL_MS, csrfMatches, newSession, openSession, sealSession, type Session } from './session.ts';
+import { href, type FormValues, type View } from './view.ts';
+
+export interface DashboardOptions {
+  /** The one peer whose X-Ingress-Path is believed. Production: the Supervisor; tests point it at loopback. */
+  trustedIngressPeer?: string;
+  remoteAddress?: RemoteAddressSource;
+  healthView?: HealthView;
+  sessionTtlMs?: number;
+}
+
+interface DashEnv {
+  Variables: AppEnv['Variables'] & { view: View; session: Session; form: FormValues };
+}
+type Ctx = Context<DashEnv>;
+
+const FORM_LIMIT = 64 * 1024;
+
+// The dashboard shares the root with the API (/v1, /healthz), so its middleware is bound to its
+// own paths only. ('/clusters/*' also matches '/clusters'.)
+const PAGE_PATHS = ['/', '/tenants', '/clusters/*', '/runs/*', '/backups'];
+const ALL_PATHS = [...PAGE_PATHS, '/login', '/logout'];
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'self'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
+
+/**
+ * The dashboard: server-rendered pages whose every read and change goes through the /v1 API
+ * handlers in-process (`dispatch`), as the signed-in principal.
+ */
+export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {}) {
+  const app = new Hono<DashEnv>();
+  const trustedPeer = opts.trustedIngressPeer ?? SUPERVISOR_ADDRESS;
+  const remoteAddress = opts.remoteAddress ?? nodeRemoteAddress;
+  const healthView = opts.healthView ?? unknownHealthView;
+  const ttl = opts.sessionTtlMs ?? SESSION_TTL_MS;
+
+  app.get('/assets/app.css', (c) => c.body(APP_CSS, 200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' }));
+  app.get('/assets/run-log.js', (c) =>
+    c.body(RUN_LOG_JS, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=3600' }),
+  );
+
+  const writeSession = (c: Ctx, s: Session) => {
+    const v = c.var.view;
+    const https = new URL(c.req.url).protocol === 'https:' || (v.ingress && c.req.header('x-forwarded-proto') === 'https');
+    setCookie(c, SESSION_COOKIE, sealSession(c.var.deps.sealer, s), {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure: https,
+      path: v.base || '/',
+      maxAge: Math.floor(ttl / 1000),
+    });
+    c.set('session', s);
+    c.set('view', { ...v, csrf: s.csrf });
+  };
+
+  // Who is asking, under which base path, with which CSRF secret: settled once per request.
+  const identify = async (c: Ctx, next: () => Promise<void>) => {
+    const deps = c.var.deps;
+    const now = deps.clock.now();
+    const ingress = ingressDecision(c, { trustIngress: deps.settings.trustIngress === true, trustedPeer, remoteAddress });
+    let session = openSession(deps.sealer, getCookie(c, SESSION_COOKIE), now);
+    let fresh = session === null;
+    let principal: Principal | null = null;
+    if (ingress.trusted) principal = INGRESS_PRINCIPAL;
+    else if (session?.token) {
+      principal = await authenticate(deps, session.token);
+      if (!principal) fresh = true; // revoked or rotated away: back to the login page
+    }
+    if (fresh) session = newSession(now, undefined, ttl);
+    c.set('view', { base: ingress.base, ingress: ingress.trusted, principal, csrf: session!.csrf });
+    c.set('session', session!);
+    if (fresh) writeSession(c, session!);
+    await next();
+  };
+  for (const p of ALL_PATHS) app.use(p, identify);
+
+  // Every state-changing request carries the session's CSRF secret in a hidden field.
+  app.on(
+    'POST',
+    ALL_PATHS,
+    bodyLimit({ maxSize: FORM_LIMIT, onError: (c) => c.text('form too large', 413) }),
+    async (c, next) => {
+      const type = c.req.header('content-type') ?? '';
+      const form: FormValues = {};
+      if (/^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type)) {
+        for (const [k, val] of Object.entries(await c.req.parseBody())) if (typeof val === 'string') form[k] = val;
+      }
+      if (!csrfMatches(c.var.session, form._csrf)) {
+        return render(c, 403, <MessagePage v={c.var.view} title="Form rejected" message="This form has expired or did not come from this dashboard. Reload the page and try again." />);
+      }
+      c.set('form', form);
+      await next();
+    },
+  );
+
+  const api = (c: Ctx): ApiClient => apiClient(dispatch, c.var.view.principal!, c.req.raw.signal);
+  const go = (c: Ctx, path: string) => c.redirect(href(c.var.view, path), 303);
+
+  /** Pages and actions below need someone signed in. */
+  const signedIn = async (c: Ctx, next: () => Promise<void>) => {
+    if (!c.var.view.principal) return go(c, '/login');
+    await next();
+  };
+
+  app.get('/login', (c) => (c.var.view.principal ? go(c, '/') : render(c, 200, <LoginPage v={c.var.view} />)));
+
+  app.post('/login', async (c) => {
+    const token = (c.var.form.token ?? '').trim();
+    const principal = token ? await authenticate(c.var.deps, token) : null;
+    if (!principal) return render(c, 401, <LoginPage v={c.var.view} error="That token is not valid." />);
+    // A fresh session (and CSRF secret) on every login, so nothing from before carries over.
+    writeSession(c, newSession(c.var.deps.clock.now(), token, ttl));
+    return go(c, '/');
+  });
+
+  app.post('/logout', (c) => {
+    writeSession(c, newSession(c.var.deps.clock.now(), undefined, ttl));
+    return go(c, '/login');
+  });
+
+  for (const p of PAGE_PATHS) app.use(p, signedIn);
+
+  // ---- clusters list ----
+  const clustersPage = async (c: Ctx, status: ContentfulStatusCode, error?: string, values?: FormValues) => {
+    const client = api(c);
+    const [cl, tn] = await Promise.all([client.get('/v1/clusters'), client.get('/v1/tenants')]);
+    const clusters: Json[] = cl.ok ? cl.body.clusters : [];
+    const ctx = healthContext(c, client);
+    const reports = await Promise.all(clusters.map((x) => readHealth(healthView, ctx, x.id)));
+    const health = Object.fromEntries(clusters.map((x, i) => [x.id, reports[i]!.cluster]));
+    return render(
+      c,
+      status,
+      <ClustersPage v={c.var.view} clusters={clusters} tenants={tn.ok ? tn.body.tenants : []} health={health} error={error ?? cl.error ?? tn.error} values={values} />,
+    );
+  };
+  app.get('/', (c) => clustersPage(c, 200));
+
+  app.post('/clusters', async (c) => {
+    const f = c.var.form;
+    const res = await api(c).send('POST', '/v1/clusters', pick(f, ['tenant', 'name', 'talosVersion', 'kubernetesVersion', 'endpoint']));
+    if (!res.ok) return clustersPage(c, res.status as ContentfulStatusCode, res.error, f);
+    return go(c, `/clusters/${encodeURIComponent(res.body.id)}`);
+  });
+
+  // ---- tenants ----
+  const tenantsPage = async (c: Ctx, status: ContentfulStatusCode, error?: string, values?: FormValues) => {
+    const tn = await api(c).get('/v1/tenants');
+    return render(c, status, <TenantsPage v={c.var.view} tenants={tn.ok ? tn.body.tenants : []} error={error ?? tn.error} values={values} />);
+  };
+  app.get('/tenants', (c) => tenantsPage(c, 200));
+  app.post('/tenants', async (c) => {
+    const res = await api(c).send('POST', '/v1/tenants', pick(c.var.form, ['name']));
+    if (!res.ok) return tenantsPage(c, res.status as ContentfulStatusCode, res.error, c.var.form);
+    return go(c, '/tenants');
+  });
+
+  // ---- one cluster ----
+  const clusterPage = async (c: Ctx, status: ContentfulStatusCode, error?: string, failedForm?: string) => {
+    const client = api(c);
+    const id = encodeURIComponent(c.req.param('id')!);
+    const cl = await client.get(`/v1/clusters/${id}`);
+    if (!cl.ok) return render(c, cl.status as ContentfulStatusCode, <MessagePage v={c.var.view} title="Cluster" message={error ?? cl.error!} />);
+    const [ms, rs, health] = await Promise.all([
+      client.get(`/v1/clusters/${id}/machines`),
+      client.get(`/v1/runs?cluster=${id}&limit=20`),
+      readHealth(healthView, healthContext(c, client), cl.body.id).catch(() => UNKNOWN_REPORT),
+    ]);
+    return render(
+      c,
+      status,
+      <ClusterPage
+        v={c.var.view}
+        cluster={cl.body}
+        machines={ms.ok ? ms.body.machines : []}
+        runs={rs.ok ? rs.body.runs : []}
+        health={health}
+        error={error ?? ms.error ?? rs.error}
+        failedForm={failedForm}
+        values={c.var.form}
+      />,
+    );
+  };
+  app.get('/clusters/:id', (c) => clusterPage(c, 200));
+
+  app.post('/clusters/:id/machines', async (c) => {
+    const id = encodeURIComponent(c.req.param('id'));
+    const res = await api(c).send('POST', `/v1/clusters/${id}/machines`, pick(c.var.form, ['name', 'role', 'provider', 'address', 'installDisk']));
+    if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, 'machine');
+    return go(c, `/clusters/${id}`);
+  });
+
+  /** Actions that queue a run: success shows the run, failure shows the API's message where the form was. */
+  const clusterAction = (apiPath: (c: Ctx) => string, body: (f: FormValues) => Record<string, unknown> | undefined, formName: string) => async (c: Ctx) => {
+    const res = await api(c).send('POST', apiPath(c), body(c.var.form) ?? {});
+    if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, formName);
+    return afterRun(c, res, `/clusters/${encodeURIComponent(c.req.param('id')!)}`);
+  };
+  const clusterPath = (suffix: string) => (c: Ctx) => `/v1/clusters/${encodeURIComponent(c.req.param('id')!)}${suffix}`;
+
+  app.post('/clusters/:id/provision', clusterAction(clusterPath('/provision'), (f) => pick(f, ['mode']), 'provision'));
+  app.post('/clusters/:id/bootstrap', clusterAction(clusterPath('/bootstrap'), () => ({}), 'bootstrap'));
+  app.post(
+    '/clusters/:id/upgrade',
+    clusterAction(clusterPath('/upgrade'), (f) => ({ ...pick(f, ['talosVersion']), ...numberField(f, 'batchSize') }), 'upgrade'),
+  );
+  app.post(
+    '/clusters/:id/machines/:mid/push-config',
+    clusterAction(
+      (c) => `${clusterPath('/machines/')(c)}${encodeURIComponent(c.req.param('mid')!)}/push-config`,
+      (f) => ({ insecure: f.insecure === 'on', ...pick(f, ['certFingerprint', 'mode']) }),
+      'push-config',
+    ),
+  );
+
+  // ---- runs ----
+  const runsPage = async (c: Ctx, status: ContentfulStatusCode, error?: string) => {
+    const rs = await api(c).get('/v1/runs?limit=100');
+    return render(c, status, <RunsPage v={c.var.view} runs={rs.ok ? rs.body.runs : []} error={error ?? rs.error} />);
+  };
+  app.get('/runs', (c) => runsPage(c, 200));
+  app.post('/backups', async (c) => {
+    const res = await api(c).send('POST', '/v1/backups');
+    if (!res.ok) return runsPage(c, res.status as ContentfulStatusCode, res.error);
+    return afterRun(c, res, '/runs');
+  });
+
+  const runPage = async (c: Ctx, status: ContentfulStatusCode, error?: string) => {
+    const ev = await api(c).get(`/v1/runs/${encodeURIComponent(c.req.param('id')!)}/events`);
+    if (!ev.ok) return render(c, ev.status as ContentfulStatusCode, <MessagePage v={c.var.view} title="Run" message={error ?? ev.error!} />);
+    return render(c, status, <RunPage v={c.var.view} run={ev.body.run} events={ev.body.events} error={error} />);
+  };
+  app.get('/runs/:id', (c) => runPage(c, 200));
+  for (const action of ['cancel', 'approve'] as const) {
+    app.post(`/runs/:id/${action}`, async (c) => {
+      const id = encodeURIComponent(c.req.param('id'));
+      const res = await api(c).send('POST', `/v1/runs/${id}/${action}`);
+      if (!res.ok) return runPage(c, res.status as ContentfulStatusCode, res.error);
+      return afterRun(c, res, `/runs/${id}`);
+    });
+  }
+
+  // EventSource cannot send an Authorization header; this relays the API's stream for the session.
+  app.get('/runs/:id/events', async (c) => {
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    const lastId = c.req.header('last-event-id');
+    if (lastId) headers['last-event-id'] = lastId;
+    const after = c.req.query('after');
+    const qs = after && /^\d+$/.test(after) ? `?after=${after}` : '';
+    const res = await api(c).raw(`/v1/runs/${encodeURIComponent(c.req.param('id'))}/events${qs}`, { headers });
+    const streaming = res.ok && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+    return new Response(streaming ? withKeepAlive(res.body) : res.body, {
+      status: res.status,
+      headers: { 'content-type': res.headers.get('content-type') ?? 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
+    });
+  });
+
+  const afterRun = (c: Ctx, res: ApiResult, fallback: string) => {
+    const runId = runIdOf(res.body);
+    return go(c, runId ? `/runs/${encodeURIComponent(runId)}` : fallback);
+  };
+
+  const healthContext = (c: Ctx, client: ApiClient): HealthContext => ({
+    deps: c.var.deps,
+    principal: c.var.view.principal!,
+    get: async (path) => {
+      const r = await client.get(path);
+      return { status: r.status, body: r.body };
+    },
+  });
+
+  return app;
+}
+
+const SSE_KEEPALIVE_MS = 15_000;
+
+/**
+ * Opens the stream with a comment so the headers go out at once (the server holds them until the
+ * first byte, and a run may be quiet for long), then keeps idle proxies such as ingress from
+ * closing it.
+ */
+function withKeepAlive(body: ReadableStream<Uint8Array> | null): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  const reader = body?.getReader();
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const stop = () => clearInterval(timer);
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(enc.encode(': stream open\nretry: 3000\n\n'));
+      timer = setInterval(() => {
+        try {
+          controller.enqueue(enc.encode(': keep-alive\n\n'));
+        } catch {
+          stop();
+        }
+      }, SSE_KEEPALIVE_MS);
+    },
+    async pull(controller) {
+      const chunk = reader ? await reader.read() : { done: true as const, value: undefined };
+      if (chunk.done) {
+        stop();
+        controller.close();
+      } else controller.enqueue(chunk.value);
+    },
+    async cancel(reason) {
+      stop();
+      await reader?.cancel(reason);
+    },
+  });
+}
+
+async function render(c: Ctx, status: ContentfulStatusCode, page: HtmlEscapedString | Promise<HtmlEscapedString>) {
+  const body = await html`<!doctype html>${page}`;
+  return c.html(body, status, SECURITY_HEADERS);
+}
+
+/** The filled-in fields among `keys`; a blank optional field is left out, so the API sees it absent. */
+function pick(f: FormValues, keys: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of keys) {
+    const val = f[k]?.trim();
+    if (val) out[k] = val;
+  }
+  return out;
+}
+
+/** A whole number stays a number; anything else goes to the API as typed, for it to reject. */
+function numberField(f: FormValues, key: string): Record<string, unknown> {
+  const val = f[key]?.trim();
+  if (!val) return {};
+  return { [key]: /^-?\d+$/.test(val) ? Number(val) : val };
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { apiHealthView, parseHealthReport, UNKNOWN_REPORT, type HealthContext } from '../functions/dashboard/health-view.ts';
+import { renderSparkline, sparklinePoints } from '../functions/dashboard/sparkline.ts';
+import { silentLogger } from '../lib/log.ts';
+
+const pointsOf = (svg: string) =>
+  /points="([^"]+)"/
+    .exec(svg)![1]!
+    .split(' ')
+    .map((p) => p.split(',').map(Number) as [number, number]);
+
+describe('sparkline renderer', () => {
+  it('puts the oldest value left, the newest right, the largest at the top and the smallest at the bottom', () => {
+    const pts = sparklinePoints([5, 10, 0, 7.5], 100, 20);
+    expect(pts.map(([x]) => x)).toEqual([2, 34, 66, 98]);
+    expect(pts.map(([, y]) => y)).toEqual([10, 2, 18, 6]);
+  });
+
+  it('renders an accessible SVG whose polyline matches the points and marks the latest value', () => {
+    const svg = renderSparkline([3, 1, 4, 1, 5], { label: 'CPU load', width: 60, height: 20 });
+    expect(svg.startsWith('<svg class="sparkline"')).toBe(true);
+    expect(svg).toContain('width="60" height="20" viewBox="0 0 60 20" role="img"');
+    expect(svg).toContain('aria-label="CPU load: latest 5, min 1, max 5"');
+    expect(svg).toContain('<title>CPU load: latest 5, min 1, max 5</title>');
+    expect(pointsOf(svg)).toEqual(sparklinePoints([3, 1, 4, 1, 5], 60, 20));
+    expect(svg).toContain('<circle cx="58" cy="2"');
+  });
+
+  it('draws a flat series and a single value across the middle', () => {
+    expect(sparklinePoints([4, 4, 4], 50, 10).map(([, y]) => y)).toEqual([5, 5, 5]);
+    expect(sparklinePoints([9], 50, 10)).toEqual([[25, 5]]);
+  });
+
+  it('skips values that are not finite, keeps only the newest maxPoints, and formats the summary', () => {
+    const svg = renderSparkline([1, Number.NaN, 2, Number.POSITIVE_INFINITY, 3, 4], { label: 'x', maxPoints: 3, format: (v) => `${v}%` });
+    expect(pointsOf(svg)).toHaveLength(3);
+    expect(svg).toContain('aria-label="x: latest 4%, min 2%, max 4%"');
+  });
+
+  it('says "no data" for an empty series instead of drawing a line', () => {
+    const svg = renderSparkline([Number.NaN], { label: 'mem' });
+    expect(svg).not.toContain('<polyline');
+    expect(svg).toContain('aria-label="mem: no data"');
+    expect(svg).toContain('class="sparkline-empty"');
+  });
+
+  it('escapes the label', () => {
+    const svg = renderSparkline([1, 2], { label: '<b>"x" & y</b>' });
+    expect(svg).not.toContain('<b>');
+    expect(svg).toContain('&lt;b&gt;&quot;x&quot; &amp; y&lt;/b&gt;');
+  });
+});
+
+describe('health view', () => {
+  it('reads a health document defensively', () => {
+    expect(parseHealthReport(null)).toEqual(UNKNOWN_REPORT);
+    expect(parseHealthReport({ status: 'on fire' })).toEqual({ cluster: { status: 'unknown' }, machines: {} });
+    expect(
+      parseHealthReport({
+        status: 'healthy',
+        summary: '3/3 ready',
+        checkedAt: 1000,
+        machines: [
+          { id: 'm_a', status: 'degraded', lastSeen: 900, samples: [1, 2] },
+          { id: 'm_b', lastSeen: 'yesterday', samples: 'lots' },
+        ],
+      }),
+    ).toEqual({
+      cluster: { status: 'healthy', summary: '3/3 ready', checkedAt: 1000 },
+      machines: { m_a: { status: 'degraded', lastSeen: 900, samples: [1, 2] }, m_b: { status: 'unknown' } },
+    });
+  });
+
+  it('the API-backed view is unknown while the health route does not exist, and reads it once it does', async () => {
+    const answers: Record<string, { status: number; body: unknown }> = {};
+    const ctx = {
+      deps: { log: silentLogger },
+      principal: { tokenId: 't', tenantId: null, scopes: [], admin: true },
+      get: async (path: string) => answers[path] ?? { status: 404, body: { error: { code: 'not_found', message: 'no such route' } } },
+    } as unknown as HealthContext;
+    expect(await apiHealthView.report(ctx, 'cl_x')).toEqual(UNKNOWN_REPORT);
+    answers['/v1/clusters/cl_x/health'] = { status: 200, body: { status: 'degraded', machines: [{ id: 'm_1', status: 'healthy' }] } };
+    expect(await apiHealthView.report(ctx, 'cl_x')).toEqual({ cluster: { status: 'degraded' }, machines: { m_1: { status: 'healthy' } } });
+  });
+});

@@ -1,0 +1,326 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { backupExecutor } from '../functions/backup/index.ts';
+import type { HealthView } from '../functions/dashboard/health-view.ts';
+import { createWorker, type Worker } from '../runner/worker.ts';
+import { alertOf, csrfOf, FormClient } from './support/dashboard-client.ts';
+import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+
+let h: Harness;
+let worker: Worker | undefined;
+beforeEach(async () => {
+  h = await createHarness();
+});
+afterEach(async () => {
+  await worker?.stop(0);
+  worker = undefined;
+  await h.close();
+});
+
+async function tenantToken(tenantId: string) {
+  const tok = await h.call('POST', `/v1/tenants/${tenantId}/tokens`, { body: { name: 'dash' } });
+  return tok.body.token as string;
+}
+
+describe('login and session', () => {
+  it('sets a sealed HttpOnly SameSite=Strict cookie, Secure only over https', async () => {
+    const b = new FormClient(h.app);
+    const res = await b.login(h.adminToken);
+    expect(res.location).toBe('/');
+    const cookie = res.headers.getSetCookie().find((l) => l.startsWith('rezus_session='))!;
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; SameSite=Strict/);
+    expect(cookie).toMatch(/; Path=\//);
+    expect(cookie).not.toMatch(/Secure/);
+    // The token is sealed, not stored in clear (nor in any encoding of it).
+    const value = decodeURIComponent(cookie.split(';')[0]!.split('=').slice(1).join('='));
+    expect(value).not.toContain(h.adminToken);
+    expect(value).not.toContain(Buffer.from(h.adminToken).toString('base64'));
+    expect(h.deps.sealer.openText(value, 'session')).toContain(h.adminToken);
+
+    const page = await b.get('/');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<h1>Clusters</h1>');
+
+    const secure = new FormClient(h.app, { origin: 'https://rezus.example' });
+    const sres = await secure.login(h.adminToken);
+    expect(sres.headers.getSetCookie().find((l) => l.startsWith('rezus_session='))).toMatch(/; Secure/);
+  });
+
+  it('rejects a wrong token on the page, and a tampered cookie is no session', async () => {
+    const b = new FormClient(h.app);
+    const res = await b.submit('/login', '/login', { token: 'rzs_not-a-real-token' });
+    expect(res.status).toBe(401);
+    expect(alertOf(res.text)).toBe('That token is not valid.');
+    expect((await b.get('/')).location).toBe('/login');
+
+    await b.login(h.adminToken);
+    const sealed = b.cookies.get('rezus_session')!;
+    b.cookies.set('rezus_session', sealed.slice(0, -6) + 'AAAA%3D');
+    expect((await b.get('/')).location).toBe('/login');
+  });
+
+  it('logout ends the session, and a revoked token logs the browser out', async () => {
+    const { tenantId } = await seedCluster(h);
+    const tok = await h.call('POST', `/v1/tenants/${tenantId}/tokens`, { body: { name: 'dash' } });
+    const b = new FormClient(h.app);
+    await b.login(tok.body.token);
+    expect((await b.get('/')).status).toBe(200);
+    expect((await h.call('DELETE', `/v1/tenants/${tenantId}/tokens/${tok.body.id}`)).status).toBe(204);
+    expect((await b.get('/')).location).toBe('/login');
+
+    await b.login(h.adminToken);
+    const out = await b.submit('/', '/logout', {});
+    expect(out.location).toBe('/login');
+    expect((await b.get('/runs')).location).toBe('/login');
+  });
+});
+
+describe('pages and scoping', () => {
+  it('the admin sees every cluster; a tenant token only its own, and another tenant’s cluster is not found', async () => {
+    const a = await seedCluster(h, 'alpha');
+    const bTenant = await h.call('POST', '/v1/tenants', { body: { name: 'bravo' } });
+    const bCluster = await h.call('POST', '/v1/clusters', {
+      body: { tenant: bTenant.body.id, name: 'bravo-c', talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: 'https://[2001:db8::2]:6443' },
+    });
+
+    const admin = new FormClient(h.app);
+    await admin.login(h.adminToken);
+    const list = await admin.get('/');
+    expect(list.text).toContain(`href="/clusters/${a.clusterId}"`);
+    expect(list.text).toContain(`href="/clusters/${bCluster.body.id}"`);
+    // No health data source yet: the rollup says unknown.
+    expect(list.text).toContain('<span class="badge unknown">unknown</span>');
+
+    const tenant = new FormClient(h.app);
+    await tenant.login(await tenantToken(a.tenantId));
+    const mine = await tenant.get('/');
+    expect(mine.status).toBe(200);
+    expect(mine.text).toContain(`href="/clusters/${a.clusterId}"`);
+    expect(mine.text).not.toContain(bCluster.body.id);
+    expect(mine.text).not.toContain('bravo');
+    const theirs = await tenant.get(`/clusters/${bCluster.body.id}`);
+    expect(theirs.status).toBe(404);
+    expect(alertOf(theirs.text)).toBe('cluster not found');
+    expect((await tenant.get(`/clusters/${a.clusterId}`)).status).toBe(200);
+    // The tenant page offers no tenant creation, and the runs page no backup button.
+    expect((await tenant.get('/tenants')).text).not.toContain('Create tenant');
+    expect((await tenant.get('/runs')).text).not.toContain('Start backup');
+  });
+
+  it('renders the cluster page with machines, state, Talos version and a sparkline area', async () => {
+    const { clusterId } = await seedCluster(h);
+    await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { name: 'cp-1', role: 'controlplane', provider: 'metal', address: '[2001:db8::10]:50000' } });
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const page = await b.get(`/clusters/${clusterId}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('cp-1');
+    expect(page.text).toContain('[2001:db8::10]:50000');
+    expect(page.text).toContain('<span class="badge new">new</span>');
+    expect(page.text).toContain('aria-label="cp-1 load: no data"');
+    expect(page.text).toContain('never');
+  });
+
+  it('shows what a health view reports: the rollup, last seen and the samples as a sparkline', async () => {
+    await h.close();
+    const view: HealthView = {
+      async report(_ctx, clusterId) {
+        const machines = await h.call('GET', `/v1/clusters/${clusterId}/machines`);
+        return {
+          cluster: { status: 'degraded', summary: '1 of 2 nodes ready' },
+          machines: { [machines.body.machines[0].id]: { status: 'healthy', lastSeen: Date.UTC(2026, 0, 2, 3, 4, 5), samples: [1, 3, 2], samplesLabel: 'CPU' } },
+        };
+      },
+    };
+    h = await createHarness({ app: { dashboard: { healthView: view } } });
+    const { clusterId } = await seedCluster(h);
+    await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { name: 'w-1', role: 'worker', provider: 'metal' } });
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const list = await b.get('/');
+    expect(list.text).toContain('<span class="badge degraded">degraded</span>');
+    expect(list.text).toContain('1 of 2 nodes ready');
+    const page = await b.get(`/clusters/${clusterId}`);
+    expect(page.text).toContain('2026-01-02 03:04:05 UTC');
+    expect(page.text).toContain('aria-label="w-1 CPU: latest 2, min 1, max 3"');
+    expect(page.text).toMatch(/<polyline[^>]+points="2,22 48,2 94,12"/);
+  });
+
+  it('a failing health view leaves the page up with unknown health', async () => {
+    await h.close();
+    h = await createHarness({ app: { dashboard: { healthView: { report: async () => { throw new Error('collector down'); } } } } });
+    await seedCluster(h);
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const list = await b.get('/');
+    expect(list.status).toBe(200);
+    expect(list.text).toContain('<span class="badge unknown">unknown</span>');
+  });
+});
+
+describe('CSRF', () => {
+  it('rejects a state-changing form without, with a wrong, or with another session’s token, and changes nothing', async () => {
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const other = new FormClient(h.app);
+    await other.login(h.adminToken);
+    const othersToken = csrfOf((await other.get('/tenants')).text);
+
+    const none = await b.post('/tenants', { name: 'no-token' });
+    expect(none.status).toBe(403);
+    expect(none.text).toContain('Form rejected');
+    const wrong = await b.post('/tenants', { name: 'wrong-token', _csrf: 'x'.repeat(32) });
+    expect(wrong.status).toBe(403);
+    const foreign = await b.post('/tenants', { name: 'foreign-token', _csrf: othersToken });
+    expect(foreign.status).toBe(403);
+    expect((await b.post('/backups', {})).status).toBe(403);
+    expect((await b.post('/logout', {})).status).toBe(403);
+    expect((await h.call('GET', '/v1/tenants')).body.tenants).toEqual([]);
+
+    const ok = await b.submit('/tenants', '/tenants', { name: 'with-token' });
+    expect(ok.status).toBe(303);
+    expect((await h.call('GET', '/v1/tenants')).body.tenants.map((t: { name: string }) => t.name)).toEqual(['with-token']);
+  });
+
+  it('protects the login form too', async () => {
+    const b = new FormClient(h.app);
+    const res = await b.post('/login', { token: h.adminToken });
+    expect(res.status).toBe(403);
+    expect((await b.get('/')).location).toBe('/login');
+  });
+
+  it('rotates the CSRF secret at login', async () => {
+    const b = new FormClient(h.app);
+    const before = csrfOf((await b.get('/login')).text);
+    await b.login(h.adminToken);
+    const after = csrfOf((await b.get('/tenants')).text);
+    expect(after).not.toBe(before);
+    expect((await b.post('/tenants', { name: 'stale', _csrf: before })).status).toBe(403);
+  });
+});
+
+describe('forms go through the API', () => {
+  it('creates a tenant, a cluster and a machine, and lands on the new cluster', async () => {
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    expect((await b.submit('/tenants', '/tenants', { name: 'home' })).location).toBe('/tenants');
+    const tenant = (await h.call('GET', '/v1/tenants')).body.tenants[0];
+    const created = await b.submit('/', '/clusters', {
+      tenant: tenant.id,
+      name: 'lab',
+      talosVersion: '1.13.9',
+      kubernetesVersion: 'v1.36.3',
+      endpoint: 'https://[2001:db8::1]:6443',
+    });
+    expect(created.status).toBe(303);
+    const cluster = (await h.call('GET', '/v1/clusters')).body.clusters[0];
+    expect(created.location).toBe(`/clusters/${cluster.id}`);
+    // Normalised by the API handler, not the form: one implementation.
+    expect(cluster).toMatchObject({ name: 'lab', talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3' });
+
+    const m = await b.submit(`/clusters/${cluster.id}`, `/clusters/${cluster.id}/machines`, {
+      name: 'node-1',
+      role: 'worker',
+      provider: 'metal',
+      address: '192.0.2.10',
+      installDisk: '',
+    });
+    expect(m.location).toBe(`/clusters/${cluster.id}`);
+    const machines = (await h.call('GET', `/v1/clusters/${cluster.id}/machines`)).body.machines;
+    expect(machines).toHaveLength(1);
+    expect(machines[0]).toMatchObject({ name: 'node-1', role: 'worker', provider: 'metal', address: '192.0.2.10', installDisk: null });
+
+    // Audit attributes the deletion-free actions to the logged-in token like any API call would.
+    const audit = await h.call('GET', '/v1/audit');
+    expect(audit.status).toBe(200);
+  });
+
+  it('shows the API’s error message and keeps what was typed', async () => {
+    const { tenantId, clusterId } = await seedCluster(h);
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const bad = await b.submit('/', '/clusters', { tenant: tenantId, name: 'lab', talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: 'http://nope' });
+    expect(bad.status).toBe(400);
+    expect(alertOf(bad.text)).toBe('endpoint: must be https://host:port (IPv6 as [addr])');
+    expect(bad.text).toContain('value="http://nope"');
+
+    const dup = await b.submit('/tenants', '/tenants', { name: 'home' });
+    expect(dup.status).toBe(409);
+    expect(alertOf(dup.text)).toBe('a tenant named "home" exists');
+
+    const machine = await b.submit(`/clusters/${clusterId}`, `/clusters/${clusterId}/machines`, { name: 'Bad_Name', role: 'worker', provider: 'metal' });
+    expect(machine.status).toBe(400);
+    expect(alertOf(machine.text)).toMatch(/^name: must be a DNS label/);
+    expect(machine.text).toContain('value="Bad_Name"');
+
+    const tenant = new FormClient(h.app);
+    await tenant.login(await tenantToken(tenantId));
+    const denied = await tenant.submit('/tenants', '/tenants', { name: 'sneaky' });
+    expect(denied.status).toBe(403);
+    expect(alertOf(denied.text)).toBe('this needs an admin token');
+    expect((await h.call('GET', '/v1/tenants')).body.tenants).toHaveLength(1);
+  });
+
+  it('starts a backup, shows its run page, follows its log through the session-authenticated stream, and cancel works', async () => {
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const started = await b.submit('/runs', '/backups', {});
+    expect(started.status).toBe(303);
+    const runId = /^\/runs\/(run_[a-z2-7]+)$/.exec(started.location!)![1]!;
+    const queued = await b.get(`/runs/${runId}`);
+    expect(queued.text).toContain('<span class="badge queued" id="run-state">queued</span>');
+    expect(queued.text).toContain(`data-stream="/runs/${runId}/events"`);
+    expect(queued.text).toContain('id="cancel-run"');
+
+    worker = createWorker({ deps: h.deps, executors: { backup: backupExecutor }, workerId: 't', leaseMs: 3000, concurrency: 1, pollMs: 20 });
+    worker.start();
+    const stream = await b.get(`/runs/${runId}/events?after=1`, { accept: 'text/event-stream' });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const events = stream.text.split('\n\n').filter((x) => x.includes('event: run-event')).map((x) => JSON.parse(/data: (.*)/.exec(x)![1]!));
+    expect(events.map((e) => e.type)).toEqual(['started', 'backup.start', 'backup.done', 'succeeded']);
+    expect(stream.text).toMatch(/event: end\ndata: \{[^\n]*"state":"succeeded"/);
+
+    const done = await b.get(`/runs/${runId}`);
+    expect(done.text).toContain('data-done="1"');
+    expect(done.text).not.toContain('id="cancel-run"');
+    expect(done.text).toContain('backup written');
+
+    // Cancelling a finished run is the API's call; a queued one is cancelled at once.
+    await worker.stop(0);
+    worker = undefined;
+    const second = await b.submit('/runs', '/backups', {});
+    const secondId = second.location!.split('/').pop()!;
+    const cancel = await b.submit(`/runs/${secondId}`, `/runs/${secondId}/cancel`, {});
+    expect(cancel.location).toBe(`/runs/${secondId}`);
+    expect((await h.call('GET', `/v1/runs/${secondId}`)).body.state).toBe('canceled');
+  });
+
+  it('the stream proxy needs a session, and shows nothing of another tenant', async () => {
+    const run = await h.deps.jobs.enqueue({ kind: 'backup', exclusive: false });
+    const anon = new FormClient(h.app);
+    expect((await anon.get(`/runs/${run.id}/events`, { accept: 'text/event-stream' })).location).toBe('/login');
+    const { tenantId } = await seedCluster(h);
+    const tenant = new FormClient(h.app);
+    await tenant.login(await tenantToken(tenantId));
+    const res = await tenant.get(`/runs/${run.id}/events`, { accept: 'text/event-stream' });
+    expect(res.status).toBe(404);
+    expect((await tenant.get(`/runs/${run.id}`)).status).toBe(404);
+  });
+
+  it('the plan form queues a provision run through the same API and opens its page', async () => {
+    const { clusterId } = await seedCluster(h);
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const plan = await b.submit(`/clusters/${clusterId}`, `/clusters/${clusterId}/provision`, { mode: 'plan' });
+    expect(plan.status).toBe(303);
+    const runs = (await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs;
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({ kind: 'provision', params: { mode: 'plan', destroy: false } });
+    expect(plan.location).toBe(`/runs/${runs[0].id}`);
+    // A second one while the first is queued shows the API's conflict on the cluster page.
+    const again = await b.submit(`/clusters/${clusterId}`, `/clusters/${clusterId}/provision`, { mode: 'apply' });
+    expect(again.status).toBe(409);
+    expect(alertOf(again.text)).toMatch(/active run/);
+  });
+});
