@@ -18,6 +18,7 @@ export interface RunnerConfig {
   tofuBin?: string;
   retentionRawS: number;
   collectConcurrency: number;
+  collectDeadlineMs: number;
 }
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
@@ -49,6 +50,7 @@ const envSchema = z.object({
   REZUS_TOFU_BIN: optional,
   REZUS_RETENTION_RAW: z.string().default('24h'),
   REZUS_COLLECT_CONCURRENCY: int(1, 1024).default(64),
+  REZUS_COLLECT_DEADLINE: z.string().default('2s'),
 });
 
 /** The runner's whole configuration comes from the environment; everything has a default. */
@@ -76,5 +78,6 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     tofuBin: e.REZUS_TOFU_BIN,
     retentionRawS: parseDuration(e.REZUS_RETENTION_RAW),
     collectConcurrency: e.REZUS_COLLECT_CONCURRENCY,
+    collectDeadlineMs: parseDuration(e.REZUS_COLLECT_DEADLINE) * 1000,
   };
 }
