@@ -1,24 +1,11 @@
 // Builds a real cluster for the collect suites: created through the API, each machine served by a
 // Talos sim configured with the machine's rendered config (so it speaks mTLS with the cluster's
 // OS CA), and a Kubernetes API sim signed by the cluster's Kubernetes CA at the cluster endpoint.
-import 'reflect-metadata';
-import { createPrivateKey, webcrypto } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
 import { expect } from 'vitest';
 import { startKubeSim, type KubeSim, type MetricsMode, type SimNodeSpec } from '../sim/kube/server.ts';
-import type { TestCa } from '../sim/kube/certs.ts';
+import { kubeSimCa } from './collect-fleet-ca.ts';
 import { startSimNode, type SimEtcdMember, type SimTalosNode } from '../sim/talos/index.ts';
-import type { CertAndKey } from '../../lib/talos/pki.ts';
 import type { Harness } from './harness.ts';
-
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
-
-/** The cluster's ECDSA Kubernetes CA in the shape the kube sim signs with. */
-export async function kubeSimCa(ca: CertAndKey): Promise<TestCa> {
-  const der = createPrivateKey(ca.keyPem).export({ format: 'der', type: 'pkcs8' });
-  const key = await webcrypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign']);
-  return { certPem: ca.certPem, keyPem: ca.keyPem, cert: new x509.X509Certificate(ca.certPem), key };
-}
 
 export interface MachineSpec {
   name: string;
