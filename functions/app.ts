@@ -8,6 +8,8 @@ import { auditRoutes } from './audit/routes.ts';
 import { backupRoutes } from './backup/index.ts';
 import type { AppEnv, Deps } from './deps.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.tsx';
+import { collectRoutes, healthRoutes } from './collect/index.ts';
+import { collectMetrics } from './collect/metrics.ts';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { machineConfigRoutes } from './machine-config/routes.ts';
@@ -71,12 +73,15 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/clusters', machineConfigRoutes());
   v1.route('/clusters', clusterStateRoutes());
   v1.route('/clusters', provisionRoutes());
+  v1.route('/clusters', healthRoutes());
+  v1.route('/collect', collectRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/runs', approveRoutes());
   v1.route('/audit', auditRoutes());
   v1.route('/backups', backupRoutes());
 
-  const ops = opsRoutes(opts.metricsSources);
+  // Health gauges are always exported; callers may add their own sources.
+  const ops = opsRoutes([collectMetrics, ...(opts.metricsSources ?? [])]);
   app.route('/', ops);
   // Mounted before /v1 so tofu's requests meet the state backend's own body limit and basic
   // auth: the first matching handler answers, and the /v1 middleware below never runs for them.

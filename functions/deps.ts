@@ -15,6 +15,12 @@ export interface Settings {
   /** Admin token given by the environment (compared in constant time), if any. */
   adminToken?: string;
   collectCron: string;
+  /** Nodes (and Kubernetes APIs) a collect pass reads at once. */
+  collectConcurrency: number;
+  /** Deadline of each Talos call and of each cluster's whole Kubernetes read, in ms. */
+  collectDeadlineMs: number;
+  /** How long raw health samples are kept before they are folded into hourly aggregates. */
+  retentionRawS: number;
   /** Poll interval for run event followers (SSE) in ms. */
   followPollMs: number;
   tofu: {

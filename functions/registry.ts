@@ -1,4 +1,5 @@
 import { BACKUP_KIND, backupExecutor } from './backup/index.ts';
+import { COLLECT_KIND, collectExecutor, scheduledCollect } from './collect/index.ts';
 import type { AppExecutors, Deps } from './deps.ts';
 import type { CronJob } from '../runner/cron.ts';
 import { pruneStateCredentials, revokeStateCredential } from './state/credentials.ts';
@@ -9,6 +10,7 @@ export function executors(): AppExecutors {
   return {
     [BACKUP_KIND]: backupExecutor,
     [PROVISION_KIND]: provisionExecutor,
+    [COLLECT_KIND]: collectExecutor,
   };
 }
 
@@ -22,5 +24,9 @@ export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<v
 
 /** Scheduled work; each entry is overrun-protected by the cron host. */
 export function cronJobs(deps: Deps): CronJob[] {
-  return [{ name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) }];
+  return [
+    { name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) },
+    // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
+    { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
+  ];
 }

@@ -19,6 +19,7 @@ export interface RunnerConfig {
   retentionRawS: number;
   collectConcurrency: number;
   trustIngress: boolean;
+  collectDeadlineMs: number;
 }
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
@@ -56,6 +57,7 @@ const envSchema = z.object({
   REZUS_RETENTION_RAW: z.string().default('24h'),
   REZUS_COLLECT_CONCURRENCY: int(1, 1024).default(64),
   REZUS_TRUST_INGRESS: bool,
+  REZUS_COLLECT_DEADLINE: z.string().default('2s'),
 });
 
 /** The runner's whole configuration comes from the environment; everything has a default. */
@@ -84,5 +86,6 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     retentionRawS: parseDuration(e.REZUS_RETENTION_RAW),
     collectConcurrency: e.REZUS_COLLECT_CONCURRENCY,
     trustIngress: e.REZUS_TRUST_INGRESS,
+    collectDeadlineMs: parseDuration(e.REZUS_COLLECT_DEADLINE) * 1000,
   };
 }

@@ -9,6 +9,9 @@ import type { AppExecutors } from '../functions/deps.ts';
 import { loadConfig } from '../runner/config.ts';
 import { startHost, type Host } from '../runner/host.ts';
 import { startIngressProxy } from './support/ingress-proxy.ts';
+import { executors as allExecutors } from '../functions/registry.ts';
+import { startSimCluster } from './support/collect-fleet.ts';
+import type { Harness } from './support/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, 'screenshots');
@@ -23,6 +26,7 @@ let proxy: Awaited<ReturnType<typeof startIngressProxy>>;
 /** Backups wait here until the test has seen the run page connect to the live stream. */
 const held: Array<() => void> = [];
 const executors: AppExecutors = {
+  ...allExecutors(),
   backup: async (ctx) => {
     await ctx.emit({ type: 'backup.wait', message: 'waiting for the test to release the backup' });
     await new Promise<void>((resolve) => held.push(resolve));
@@ -184,6 +188,55 @@ describe('dashboard in a browser', () => {
       expect(overflow).toBeLessThanOrEqual(0);
     } finally {
       await context.close();
+    }
+  });
+
+  it('shows a machine turn unreachable after a collect pass against a stopped node', async () => {
+    // The collect fixture drives the API; here it goes over HTTP to the real runner.
+    const api: Pick<Harness, 'deps' | 'call'> = {
+      deps: host.deps,
+      async call(method, path, o = {}) {
+        const res = await fetch(host.url + path, {
+          method,
+          headers: { authorization: `Bearer ${ADMIN}`, ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          body: o.body === undefined ? undefined : JSON.stringify(o.body),
+        });
+        const text = await res.text();
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          /* YAML and other text stay text */
+        }
+        return { status: res.status, body, headers: res.headers };
+      },
+    };
+    const sims = await startSimCluster(api as Harness, { tenant: 'sims', cluster: 'edge', machines: [{ name: 'cp1', role: 'controlplane' }] });
+    const collect = async () => {
+      const queued = await api.call('POST', '/v1/collect', { body: { cluster: sims.clusterId } });
+      expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+      await expect.poll(async () => (await api.call('GET', `/v1/runs/${queued.body.run.id}`)).body.state, { timeout: 20_000 }).toBe('succeeded');
+    };
+    const context = await launch({ viewport: { width: 1280, height: 800 } });
+    const page = context.pages()[0] ?? (await context.newPage());
+    context.setDefaultTimeout(10_000);
+    const machineId = sims.machines.cp1!.id;
+    try {
+      await collect();
+      await page.goto(`${host.url}/login`);
+      await page.getByLabel(/API token/).fill(ADMIN);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.goto(`${host.url}/clusters/${sims.clusterId}`);
+      expect(await page.locator(`#health-${machineId}`).textContent()).toBe('healthy');
+
+      await sims.machines.cp1!.sim!.stop();
+      await collect();
+      await page.reload();
+      expect(await page.locator(`#health-${machineId}`).textContent()).toBe('unreachable');
+      await shot(page, 'desktop-cluster-unreachable');
+    } finally {
+      await context.close();
+      await sims.stop();
     }
   });
 });

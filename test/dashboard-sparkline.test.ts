@@ -52,34 +52,39 @@ describe('sparkline renderer', () => {
 });
 
 describe('health view', () => {
-  it('reads a health document defensively', () => {
+  it('reads the health API body defensively', () => {
     expect(parseHealthReport(null)).toEqual(UNKNOWN_REPORT);
-    expect(parseHealthReport({ status: 'on fire' })).toEqual({ cluster: { status: 'unknown' }, machines: {} });
+    expect(parseHealthReport({ state: 'on fire' })).toEqual({ cluster: { status: 'unknown' }, machines: {} });
     expect(
       parseHealthReport({
-        status: 'healthy',
-        summary: '3/3 ready',
+        state: 'degraded',
+        reasons: ['etcd has 2/3 members', 'w1: NotReady for 5m'],
         checkedAt: 1000,
         machines: [
-          { id: 'm_a', status: 'degraded', lastSeen: 900, samples: [1, 2] },
-          { id: 'm_b', lastSeen: 'yesterday', samples: 'lots' },
+          { id: 'm_a', state: 'unreachable', lastSeenAt: 900 },
+          { id: 'm_b', lastSeenAt: 'yesterday' },
         ],
       }),
     ).toEqual({
-      cluster: { status: 'healthy', summary: '3/3 ready', checkedAt: 1000 },
-      machines: { m_a: { status: 'degraded', lastSeen: 900, samples: [1, 2] }, m_b: { status: 'unknown' } },
+      cluster: { status: 'degraded', summary: 'etcd has 2/3 members; w1: NotReady for 5m', checkedAt: 1000 },
+      machines: { m_a: { status: 'unreachable', lastSeen: 900 }, m_b: { status: 'unknown' } },
     });
   });
 
-  it('the API-backed view is unknown while the health route does not exist, and reads it once it does', async () => {
+  it('the API-backed view is unknown when the health route answers an error, and draws the sample series', async () => {
     const answers: Record<string, { status: number; body: unknown }> = {};
     const ctx = {
-      deps: { log: silentLogger },
+      deps: { log: silentLogger, clock: { now: () => 10 * 3_600_000 } },
       principal: { tokenId: 't', tenantId: null, scopes: [], admin: true },
-      get: async (path: string) => answers[path] ?? { status: 404, body: { error: { code: 'not_found', message: 'no such route' } } },
+      get: async (path: string) => answers[path.replace(/since=\d+/, 'since=S')] ?? { status: 404, body: { error: { code: 'not_found', message: 'cluster not found' } } },
     } as unknown as HealthContext;
     expect(await apiHealthView.report(ctx, 'cl_x')).toEqual(UNKNOWN_REPORT);
-    answers['/v1/clusters/cl_x/health'] = { status: 200, body: { status: 'degraded', machines: [{ id: 'm_1', status: 'healthy' }] } };
-    expect(await apiHealthView.report(ctx, 'cl_x')).toEqual({ cluster: { status: 'degraded' }, machines: { m_1: { status: 'healthy' } } });
+    answers['/v1/clusters/cl_x/health'] = { status: 200, body: { state: 'healthy', reasons: [], machines: [{ id: 'm_1', state: 'healthy', lastSeenAt: 5 }] } };
+    answers['/v1/clusters/cl_x/machines/m_1/samples?metric=load.1&since=S'] = { status: 200, body: { points: [{ value: 0.5 }, { value: 1.5 }] } };
+    answers['/v1/clusters/cl_x/machines/m_1/samples?metric=memory.used_bytes&since=S'] = { status: 200, body: { points: [{ avg: 100 }, { value: 200 }] } };
+    expect(await apiHealthView.report(ctx, 'cl_x')).toEqual({
+      cluster: { status: 'healthy' },
+      machines: { m_1: { status: 'healthy', lastSeen: 5, samples: [0.5, 1.5], samplesLabel: 'load', memory: [100, 200] } },
+    });
   });
 });

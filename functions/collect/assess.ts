@@ -20,7 +20,7 @@ import type {
 } from './types.ts';
 
 /** Error codes that mean "we were refused", not "nothing answered": health is then unknown. */
-const REFUSED = new Set(['unauthenticated', 'forbidden', 'permission_denied', 'PERMISSION_DENIED', 'UNAUTHENTICATED']);
+const REFUSED = new Set(['unauthenticated', 'forbidden', 'permission-denied', 'permission_denied', 'PERMISSION_DENIED', 'UNAUTHENTICATED']);
 const SETTLED_STATES = new Set(['Running', 'Finished', 'Skipped']);
 const MEMORY_LOW_RATIO = 0.05;
 const VAR_FULL_RATIO = 0.9;

@@ -42,7 +42,7 @@ td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, mon
 .badge { display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .85rem; border: 1px solid var(--line); background: var(--panel); color: var(--fg); white-space: nowrap; }
 .badge.healthy, .badge.succeeded { background: var(--ok-bg); color: var(--ok); border-color: var(--ok); }
 .badge.degraded, .badge.running, .badge.queued { background: var(--warn-bg); color: var(--warn); border-color: var(--warn); }
-.badge.unhealthy, .badge.failed, .badge.interrupted { background: var(--danger-bg); color: var(--danger); border-color: var(--danger); }
+.badge.unreachable, .badge.failed, .badge.interrupted { background: var(--danger-bg); color: var(--danger); border-color: var(--danger); }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; word-break: break-word; }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Deps, Principal } from '../deps.ts';
 
-export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy' | 'unknown';
+export type HealthStatus = 'healthy' | 'degraded' | 'unreachable' | 'unknown';
 
 export interface ClusterHealth {
   status: HealthStatus;
@@ -19,6 +19,8 @@ export interface MachineHealth {
   samples?: number[];
   /** What the samples measure, e.g. "CPU load (1 min)". */
   samplesLabel?: string;
+  /** Memory in use (bytes), oldest first: the second sparkline. */
+  memory?: number[];
 }
 
 export interface ClusterHealthReport {
@@ -47,34 +49,35 @@ export const UNKNOWN_REPORT: ClusterHealthReport = Object.freeze({ cluster: Obje
 
 export const unknownHealthView: HealthView = { report: async () => UNKNOWN_REPORT };
 
-const status = z.enum(['healthy', 'degraded', 'unhealthy', 'unknown']).catch('unknown');
+const status = z.enum(['healthy', 'degraded', 'unreachable', 'unknown']).catch('unknown');
 const epochMs = z.number().int().nonnegative();
 const reportSchema = z.object({
-  status,
-  summary: z.string().max(500).optional().catch(undefined),
-  checkedAt: epochMs.optional().catch(undefined),
+  state: status,
+  reasons: z.array(z.string().max(500)).max(100).optional().catch(undefined),
+  checkedAt: epochMs.nullable().optional().catch(undefined),
   machines: z
     .array(
       z.object({
         id: z.string(),
-        status: status.optional(),
-        lastSeen: epochMs.optional().catch(undefined),
-        samples: z.array(z.number()).max(10_000).optional().catch(undefined),
-        samplesLabel: z.string().max(100).optional().catch(undefined),
+        state: status.optional(),
+        lastSeenAt: epochMs.nullable().optional().catch(undefined),
       }),
     )
     .optional()
     .catch(undefined),
 });
 
-/** Reads a health document defensively: anything it does not understand is unknown, never an error. */
+/**
+ * Reads the body of `GET /v1/clusters/:id/health` defensively: anything it does not understand is
+ * unknown, never an error.
+ */
 export function parseHealthReport(body: unknown): ClusterHealthReport {
   const res = reportSchema.safeParse(body);
   if (!res.success) return UNKNOWN_REPORT;
-  const { machines = [], ...cluster } = res.data;
+  const { machines = [], state, reasons, checkedAt } = res.data;
   return {
-    cluster: dropUndefined(cluster),
-    machines: Object.fromEntries(machines.map(({ id, ...m }) => [id, dropUndefined({ status: 'unknown', ...m })])),
+    cluster: dropUndefined({ status: state, summary: reasons?.length ? reasons.join('; ') : undefined, checkedAt: checkedAt ?? undefined }),
+    machines: Object.fromEntries(machines.map((m) => [m.id, dropUndefined({ status: m.state ?? 'unknown', lastSeen: m.lastSeenAt ?? undefined })])),
   };
 }
 
@@ -82,14 +85,28 @@ function dropUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-/**
- * Reads `GET /v1/clusters/:id/health` through the API. That route comes with the collect feature;
- * while it is absent (404) or answers something unexpected the report is unknown.
- */
+const SPARK_WINDOW_MS = 6 * 3_600_000;
+
+/** The collected health, read through the same API a user would call, with a CPU and a memory trend per machine. */
 export const apiHealthView: HealthView = {
   async report(ctx, clusterId) {
-    const res = await ctx.get(`/v1/clusters/${encodeURIComponent(clusterId)}/health`);
-    return res.status === 200 ? parseHealthReport(res.body) : UNKNOWN_REPORT;
+    const cid = encodeURIComponent(clusterId);
+    const res = await ctx.get(`/v1/clusters/${cid}/health`);
+    if (res.status !== 200) return UNKNOWN_REPORT;
+    const report = parseHealthReport(res.body);
+    const since = ctx.deps.clock.now() - SPARK_WINDOW_MS;
+    const series = async (mid: string, metric: string) => {
+      const r = await ctx.get(`/v1/clusters/${cid}/machines/${encodeURIComponent(mid)}/samples?metric=${metric}&since=${since}`);
+      const points = (r.body as { points?: { value?: number; avg?: number }[] } | null)?.points;
+      return r.status === 200 && Array.isArray(points) ? points.map((p) => Number(p.value ?? p.avg)).filter(Number.isFinite) : [];
+    };
+    await Promise.all(
+      Object.entries(report.machines).map(async ([mid, mh]) => {
+        const [cpu, load, memory] = await Promise.all([series(mid, 'cpu.utilization'), series(mid, 'load.1'), series(mid, 'memory.used_bytes')]);
+        Object.assign(mh, cpu.length ? { samples: cpu, samplesLabel: 'CPU' } : { samples: load, samplesLabel: 'load' }, { memory });
+      }),
+    );
+    return report;
   },
 };
 

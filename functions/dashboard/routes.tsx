@@ -8,7 +8,7 @@ import { authenticate } from '../../lib/auth/middleware.ts';
 import type { AppEnv, Principal } from '../deps.ts';
 import { apiClient, runIdOf, type ApiClient, type ApiResult, type Dispatch, type Json } from './api.ts';
 import { APP_CSS, RUN_LOG_JS } from './assets.ts';
-import { readHealth, UNKNOWN_REPORT, unknownHealthView, type HealthContext, type HealthView } from './health-view.ts';
+import { apiHealthView, readHealth, UNKNOWN_REPORT, type HealthContext, type HealthView } from './health-view.ts';
 import { INGRESS_PRINCIPAL, SUPERVISOR_ADDRESS, ingressDecision, nodeRemoteAddress, type RemoteAddressSource } from './ingress.ts';
 import { ClusterPage } from './pages/cluster.tsx';
 import { ClustersPage } from './pages/clusters.tsx';
@@ -54,7 +54,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   const app = new Hono<DashEnv>();
   const trustedPeer = opts.trustedIngressPeer ?? SUPERVISOR_ADDRESS;
   const remoteAddress = opts.remoteAddress ?? nodeRemoteAddress;
-  const healthView = opts.healthView ?? unknownHealthView;
+  const healthView = opts.healthView ?? apiHealthView;
   const ttl = opts.sessionTtlMs ?? SESSION_TTL_MS;
 
   app.get('/assets/app.css', (c) => c.body(APP_CSS, 200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' }));

@@ -1,4 +1,5 @@
-import { createTalosClient, type TalosApiClient } from '../../lib/talos/api/index.ts';
+import type { SecureContext } from 'node:tls';
+import { createTalosClient, createTalosSecureContext, type TalosApiClient } from '../../lib/talos/api/index.ts';
 import { kubeAdminCredentials, renderKubeconfig, talosAdminCredentials, type ClientCredentials } from '../../lib/talos/clientconfig.ts';
 import type { Deps } from '../deps.ts';
 import type { ClusterRow, MachineRow } from '../inventory/load.ts';
@@ -19,6 +20,7 @@ export function talosAddressOf(m: Pick<MachineRow, 'address' | 'ipv6' | 'ipv4'>)
 export async function clusterAccess(deps: Pick<Deps, 'sealer'>, cluster: Pick<ClusterRow, 'id' | 'secretsSealed' | 'name' | 'endpoint'>) {
   const secrets = openClusterSecrets(deps, cluster);
   let talos: Promise<ClientCredentials> | undefined;
+  let context: SecureContext | undefined;
   let kubeconfig: Promise<string> | undefined;
   return {
     secrets,
@@ -28,7 +30,9 @@ export async function clusterAccess(deps: Pick<Deps, 'sealer'>, cluster: Pick<Cl
     /** An mTLS client for a configured node; the caller closes it. */
     async talosClient(address: string): Promise<TalosApiClient> {
       const c = await (talos ??= talosAdminCredentials(secrets));
-      return createTalosClient({ mode: 'configured', address, ca: c.caPem, cert: c.certPem, key: c.keyPem });
+      // Parsing the CA, certificate and key once serves every node the caller dials.
+      context ??= createTalosSecureContext(c.caPem, c.certPem, c.keyPem);
+      return createTalosClient({ mode: 'configured', address, ca: c.caPem, cert: c.certPem, key: c.keyPem, secureContext: context });
     },
   };
 }

@@ -101,10 +101,11 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
                   <th scope="col">Name</th>
                   <th scope="col">Role</th>
                   <th scope="col">State</th>
+                  <th scope="col">Health</th>
                   <th scope="col">Talos</th>
                   <th scope="col">Address</th>
                   <th scope="col">Last seen</th>
-                  <th scope="col">Trend</th>
+                  <th scope="col">CPU, memory</th>
                   <th scope="col">Config</th>
                 </tr>
               </thead>
@@ -122,10 +123,16 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
                       <td>
                         <Badge state={String(m.state)} />
                       </td>
+                      <td>
+                        <Badge state={mh?.status ?? 'unknown'} id={`health-${m.id}`} />
+                      </td>
                       <td>{m.talosVersion ? String(m.talosVersion) : '—'}</td>
                       <td class="mono">{m.address ? String(m.address) : '—'}</td>
                       <td>{mh?.lastSeen ? <Time ms={mh.lastSeen} /> : 'never'}</td>
-                      <td>{raw(renderSparkline(mh?.samples ?? [], { label: `${m.name} ${mh?.samplesLabel ?? 'load'}`, width: 96, height: 24 }))}</td>
+                      <td>
+                        {raw(renderSparkline(mh?.samples ?? [], { label: `${m.name} ${mh?.samplesLabel ?? 'CPU'}`, width: 96, height: 24 }))}
+                        {raw(renderSparkline(mh?.memory ?? [], { label: `${m.name} memory`, width: 96, height: 24 }))}
+                      </td>
                       <td>
                         <details>
                           <summary>Push config</summary>

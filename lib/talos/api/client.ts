@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { createSecureContext, type SecureContext } from 'node:tls';
 import { formatNodeAddress, parseNodeAddress } from './address.ts';
 import {
   applyModeFromProto, applyModeToProto, list, num, obj, str, strings,
@@ -38,6 +39,8 @@ export type TalosClientOptions =
       key: Pem;
       /** Name to verify the server certificate against when the dialed address is not in its SANs. */
       serverName?: string;
+      /** A context from createTalosSecureContext(ca, cert, key), reused across many clients of one identity. */
+      secureContext?: SecureContext;
     };
 
 /** The talosctl default containerd instance for installer images. */
@@ -76,6 +79,7 @@ export class TalosApiClient {
         ca: pemBuffer(opts.ca),
         cert: pemBuffer(opts.cert),
         key: Buffer.from(normalizePrivateKeyPem(pemBuffer(opts.key).toString('utf8'))),
+        ...(opts.secureContext ? { secureContext: opts.secureContext } : {}),
       };
     }
     this.creds = new TalosChannelCredentials(tlsOpts);
@@ -299,6 +303,11 @@ export class TalosApiClient {
       });
     });
   }
+}
+
+/** One TLS context for an mTLS identity, to share between the clients of a pass. */
+export function createTalosSecureContext(ca: Pem, cert: Pem, key: Pem): SecureContext {
+  return createSecureContext({ ca: pemBuffer(ca), cert: pemBuffer(cert), key: Buffer.from(normalizePrivateKeyPem(pemBuffer(key).toString('utf8'))), minVersion: 'TLSv1.2' });
 }
 
 export function createTalosClient(opts: TalosClientOptions): TalosApiClient {

@@ -6,7 +6,16 @@ import { certificateMatchesPin, type CertificatePin } from './fingerprint.ts';
 
 export type TalosTlsOptions =
   | { kind: 'maintenance'; host: string; pin?: CertificatePin }
-  | { kind: 'configured'; host: string; serverName?: string; ca: Buffer; cert: Buffer; key: Buffer };
+  | {
+      kind: 'configured';
+      host: string;
+      serverName?: string;
+      ca: Buffer;
+      cert: Buffer;
+      key: Buffer;
+      /** Built from ca/cert/key by the caller and shared by many clients: building one parses every key and cert. */
+      secureContext?: tls.SecureContext;
+    };
 
 export interface TransportFailure {
   kind: 'tls' | 'fingerprint-mismatch';
@@ -78,9 +87,7 @@ export class TalosChannelCredentials extends ChannelCredentials {
     const verifyName = o.serverName ?? o.host;
     return {
       ...base,
-      ca: o.ca,
-      cert: o.cert,
-      key: o.key,
+      ...(o.secureContext ? { secureContext: o.secureContext } : { ca: o.ca, cert: o.cert, key: o.key }),
       rejectUnauthorized: true,
       ...(isIpLiteral(verifyName) ? {} : { servername: verifyName }),
       checkServerIdentity: (_host, cert) => tls.checkServerIdentity(verifyName, cert),

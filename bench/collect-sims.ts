@@ -1,0 +1,52 @@
+/**
+ * Child process of bench/collect.ts: hosts the simulated fleet (Talos nodes and Kubernetes API
+ * servers) so the collector's CPU and memory are measured apart from the sims', as they would
+ * be against real machines. Driven over the IPC channel.
+ */
+import { startKubeSim, type KubeSim } from '../test/sim/kube/server.ts';
+import { startSimNode, type SimEtcdMember, type SimTalosNode } from '../test/sim/talos/index.ts';
+import { kubeSimCa } from '../test/support/collect-fleet-ca.ts';
+
+export type SimRequest =
+  | { op: 'kube'; ca: { certPem: string; keyPem: string }; clusters: string[][] }
+  | { op: 'talos'; latencyMs: number; workerIssuer: { certPem: string; keyPem: string }; nodes: { config: string; etcdMembers?: SimEtcdMember[] }[] }
+  | { op: 'blackhole'; indices: number[] }
+  | { op: 'stop' };
+
+const kubes: KubeSim[] = [];
+const sims: SimTalosNode[] = [];
+
+async function handle(req: SimRequest): Promise<unknown> {
+  switch (req.op) {
+    case 'kube': {
+      const ca = await kubeSimCa(req.ca);
+      const started = await Promise.all(req.clusters.map((names) => startKubeSim({ ca, metrics: true, nodes: Object.fromEntries(names.map((n) => [n, {}])) })));
+      kubes.push(...started);
+      return started.map((k) => k.url);
+    }
+    case 'talos': {
+      const started = await Promise.all(
+        req.nodes.map((n) => startSimNode({ initialConfig: n.config, workerIssuer: req.workerIssuer, ...(n.etcdMembers ? { etcdMembers: n.etcdMembers } : {}) })),
+      );
+      for (const s of started) s.setLatency(req.latencyMs);
+      sims.push(...started);
+      return started.map((s) => s.address);
+    }
+    case 'blackhole':
+      for (const i of req.indices) sims[i]!.blackhole(true);
+      return req.indices.length;
+    case 'stop':
+      await Promise.all(sims.map((s) => s.stop()));
+      await Promise.all(kubes.map((k) => k.stop()));
+      setImmediate(() => process.exit(0));
+      return true;
+  }
+}
+
+process.on('message', (msg: { id: number; req: SimRequest }) => {
+  handle(msg.req).then(
+    (result) => process.send!({ id: msg.id, result }),
+    (err: unknown) => process.send!({ id: msg.id, error: err instanceof Error ? err.message : String(err) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,116 @@
+/**
+ * One collect pass over a simulated fleet: 500 Talos sims in 50 clusters (3 control planes and 7
+ * workers each), every call answered after 20 ms, 5% of nodes black-holed, per-call deadline 2 s,
+ * one Kubernetes API sim per cluster. The sims run in a child process (bench/collect-sims.ts), so
+ * the CPU seconds and peak RSS printed are the collector's own.
+ * Floor, measured in the same run: one node's full read (connect + every call) plus one deadline,
+ * the least a pass with a dead node can take.
+ * Usage: tsx bench/collect.ts [nodes=500] [clusters=50] [concurrency=64]
+ */
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { runCollectPass } from '../functions/collect/pass.ts';
+import { readNode } from '../functions/collect/talos-read.ts';
+import { clusterAccess } from '../functions/machine-config/access.ts';
+import { createHarness, type Harness } from '../test/support/harness.ts';
+import type { SimRequest } from './collect-sims.ts';
+
+const NODES = Number(process.argv[2] ?? 500);
+const CLUSTERS = Number(process.argv[3] ?? 50);
+const CONCURRENCY = Number(process.argv[4] ?? 64);
+const LATENCY_MS = 20;
+const DEAD_EVERY = 20; // 5%
+const DEADLINE_MS = 2_000;
+const perCluster = Math.ceil(NODES / CLUSTERS);
+
+const child = fork(fileURLToPath(new URL('./collect-sims.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+let nextId = 0;
+const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+child.on('message', (m: { id: number; result?: unknown; error?: string }) => {
+  const p = pending.get(m.id);
+  pending.delete(m.id);
+  if (m.error !== undefined) p?.reject(new Error(m.error));
+  else p?.resolve(m.result);
+});
+function sims<T>(req: SimRequest): Promise<T> {
+  const id = nextId++;
+  return new Promise<T>((resolve, reject) => {
+    pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+    child.send({ id, req });
+  });
+}
+
+async function must(h: Harness, method: string, path: string, body?: unknown) {
+  const res = await h.call(method, path, body === undefined ? {} : { body });
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+const tSetup = performance.now();
+const h = await createHarness();
+h.deps.settings.collectConcurrency = CONCURRENCY;
+h.deps.settings.collectDeadlineMs = DEADLINE_MS;
+const secrets = await h.deps.newClusterSecrets();
+const tenant = await must(h, 'POST', '/v1/tenants', { name: 'bench' });
+const names = Array.from({ length: perCluster }, (_, i) => (i < 3 ? `cp${i + 1}` : `w${i - 2}`));
+const urls = await sims<string[]>({ op: 'kube', ca: secrets.certs.k8s, clusters: Array.from({ length: CLUSTERS }, () => names) });
+
+const machines: { clusterId: string; id: string; config: string; role: string; name: string }[] = [];
+const clusterIds: string[] = [];
+for (let ci = 0; ci < CLUSTERS; ci++) {
+  const cluster = await must(h, 'POST', '/v1/clusters', { tenant: tenant.id, name: `c${ci}`, talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: urls[ci] });
+  clusterIds.push(cluster.id);
+  for (const name of names) {
+    const role = name.startsWith('cp') ? 'controlplane' : 'worker';
+    const m = await must(h, 'POST', `/v1/clusters/${cluster.id}/machines`, { name, role, provider: 'metal' });
+    const config = (await must(h, 'GET', `/v1/clusters/${cluster.id}/machines/${m.id}/config`)) as string;
+    machines.push({ clusterId: cluster.id, id: m.id, config, role, name });
+  }
+}
+const etcdMembers = names.slice(0, 3).map((n, i) => ({ id: String(1000 + i), hostname: n }));
+const addresses = await sims<string[]>({
+  op: 'talos',
+  latencyMs: LATENCY_MS,
+  workerIssuer: secrets.certs.os,
+  nodes: machines.map((m) => ({ config: m.config, ...(m.role === 'controlplane' ? { etcdMembers } : {}) })),
+});
+for (const [i, m] of machines.entries()) await must(h, 'PATCH', `/v1/clusters/${m.clusterId}/machines/${m.id}`, { address: addresses[i] });
+await h.deps.database.client.execute("UPDATE machines SET state = 'configured'");
+console.log(`setup: ${addresses.length} Talos sims, ${urls.length} Kubernetes sims (child process) in ${((performance.now() - tSetup) / 1000).toFixed(1)} s`);
+
+// Floor: one healthy control plane read end to end on a fresh connection, plus one deadline.
+const clusterRow = (await h.deps.db.query.clusters.findFirst({ where: (t, { eq }) => eq(t.id, clusterIds[0]!) }))!;
+const access = await clusterAccess(h.deps, clusterRow);
+let nodeMs = Infinity;
+for (let i = 0; i < 3; i++) {
+  const client = await access.talosClient(addresses[0]!);
+  const t = performance.now();
+  await readNode(client, 'controlplane', { deadlineMs: DEADLINE_MS });
+  nodeMs = Math.min(nodeMs, performance.now() - t);
+  client.close();
+}
+const floorMs = nodeMs + DEADLINE_MS;
+
+const dead = machines.map((_, i) => i).filter((i) => i % DEAD_EVERY === 7);
+await sims({ op: 'blackhole', indices: dead });
+
+let peakRss = process.memoryUsage().rss;
+const sampler = setInterval(() => {
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+}, 10);
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
+const summary = await runCollectPass(h.deps);
+const wallMs = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
+clearInterval(sampler);
+peakRss = Math.max(peakRss, process.memoryUsage().rss);
+
+console.log(`pass: ${summary.machines} nodes in ${summary.clusters} clusters, ${dead.length} black-holed, latency ${LATENCY_MS} ms, deadline ${DEADLINE_MS} ms, concurrency ${CONCURRENCY}`);
+console.log(`states: ${JSON.stringify(summary.states)}, answered ${summary.reached}`);
+console.log(`wall: ${wallMs.toFixed(0)} ms; floor ${floorMs.toFixed(0)} ms (one node ${nodeMs.toFixed(1)} ms + one deadline); ratio ${(wallMs / floorMs).toFixed(2)}`);
+console.log(`collector cpu: ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s (user ${(cpu.user / 1e6).toFixed(2)}, system ${(cpu.system / 1e6).toFixed(2)})`);
+console.log(`collector peak rss: ${(peakRss / 1024 / 1024).toFixed(0)} MiB`);
+
+await sims({ op: 'stop' });
+await h.close();

@@ -1,0 +1,144 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCollectPass } from '../functions/collect/pass.ts';
+import { createHarness, type Harness } from './support/harness.ts';
+import { startSimCluster, type SimCluster } from './support/collect-fleet.ts';
+
+let h: Harness;
+let fleet: SimCluster | undefined;
+beforeEach(async () => {
+  h = await createHarness();
+});
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = undefined;
+  await h.close();
+});
+
+const health = async (clusterId: string) => {
+  const res = await h.call('GET', `/v1/clusters/${clusterId}/health`);
+  expect(res.status).toBe(200);
+  return res.body;
+};
+const machineOf = (body: { machines: { name: string }[] }, name: string) => body.machines.find((m) => m.name === name) as unknown as Record<string, unknown> & { reasons: string[] };
+
+describe('collect pass against Talos and Kubernetes sims', () => {
+  it('reports a healthy cluster with samples, versions and etcd, and skips unconfigured machines', async () => {
+    fleet = await startSimCluster(h, {
+      tenant: 'home',
+      machines: [
+        { name: 'cp1', role: 'controlplane', kube: { usage: { cpu: '500m', memory: '2Gi' } } },
+        { name: 'w1', role: 'worker', kube: { usage: { cpu: '250m', memory: '1Gi' } } },
+        { name: 'w2', role: 'worker', unconfigured: true },
+      ],
+    });
+    const before = (await health(fleet.clusterId));
+    expect(before.state).toBe('unknown');
+    expect(before.reasons).toEqual(['not collected yet']);
+
+    const summary = await runCollectPass(h.deps);
+    expect(summary).toMatchObject({ clusters: 1, machines: 2, reached: 2, states: { healthy: 2, degraded: 0, unreachable: 0, unknown: 0 } });
+
+    const body = await health(fleet.clusterId);
+    expect(body.state).toBe('healthy');
+    expect(body.reasons).toEqual([]);
+    expect(body.kubernetesVersion).toBe('v1.36.3');
+    expect(body.talosVersions).toEqual(['v1.13.9']);
+    expect(body.etcd).toEqual({ expected: 1, members: 1, healthy: 1, learners: 0 });
+    const cp1 = machineOf(body, 'cp1');
+    expect(cp1).toMatchObject({ state: 'healthy', reasons: [], talosVersion: 'v1.13.9', kubernetesVersion: 'v1.36.3', lastError: null, lastSeenAt: body.checkedAt });
+    // The sim reports memtotal 8148000 kB with 6900000 kB available.
+    expect((cp1.latest as Record<string, number>)['memory.used_bytes']).toBe((8_148_000 - 6_900_000) * 1024);
+    expect((cp1.latest as Record<string, number>)['etcd.db_size_bytes']).toBe(20_480_000);
+    expect(machineOf(body, 'w1')).toMatchObject({ state: 'healthy' });
+    expect(machineOf(body, 'w2')).toMatchObject({ state: 'unknown', reasons: ['not configured yet'], checkedAt: body.checkedAt });
+    // Every per-node call reached each sim; etcd only on the control plane.
+    const methods = (name: string) => new Set(fleet!.machines[name]!.sim!.calls.map((c) => c.method));
+    expect(methods('cp1')).toEqual(new Set(['Version', 'Hostname', 'ServiceList', 'Memory', 'LoadAvg', 'SystemStat', 'DiskStats', 'EtcdMemberList', 'EtcdStatus']));
+    expect(methods('w1').has('EtcdStatus')).toBe(false);
+    expect(fleet.machines['w1']!.sim!.calls.every((c) => c.roles.includes('os:admin'))).toBe(true);
+
+    const m = await h.call('GET', `/v1/clusters/${fleet.clusterId}/machines/${fleet.machines['cp1']!.id}`);
+    expect(m.body.talosVersion).toBe('v1.13.9');
+
+    const samples = await h.call('GET', `/v1/clusters/${fleet.clusterId}/machines/${fleet.machines['w1']!.id}/samples?metric=kube.cpu_cores`);
+    expect(samples.status).toBe(200);
+    expect(samples.body.resolution).toBe('raw');
+    expect(samples.body.points).toEqual([{ metric: 'kube.cpu_cores', ts: body.checkedAt, value: 0.25 }]);
+  });
+
+  it('marks a black-holed node unreachable after one pass, with the error, and keeps the rest', async () => {
+    h.deps.settings.collectDeadlineMs = 400;
+    fleet = await startSimCluster(h, { tenant: 'home', machines: [{ name: 'cp1', role: 'controlplane' }, { name: 'w1', role: 'worker' }] });
+    await runCollectPass(h.deps);
+    const first = await health(fleet.clusterId);
+    expect(first.state).toBe('healthy');
+
+    fleet.machines['w1']!.sim!.blackhole(true);
+    await new Promise((r) => setTimeout(r, 5));
+    const summary = await runCollectPass(h.deps);
+    expect(summary.states).toMatchObject({ healthy: 1, unreachable: 1 });
+    const body = await health(fleet.clusterId);
+    const w1 = machineOf(body, 'w1');
+    expect(w1.state).toBe('unreachable');
+    expect(w1.lastError).toMatch(/deadline/);
+    expect(w1.reasons[0]).toMatch(/^Talos API unreachable: /);
+    // Last seen stays at the pass that reached it; versions are kept.
+    expect(w1.lastSeenAt).toBe(first.checkedAt);
+    expect(w1.talosVersion).toBe('v1.13.9');
+    expect(body.state).toBe('degraded');
+    expect(body.reasons.some((r: string) => r.startsWith('w1: Talos API unreachable'))).toBe(true);
+    expect(machineOf(body, 'cp1').state).toBe('healthy');
+    const up = await h.call('GET', `/v1/clusters/${fleet.clusterId}/machines/${fleet.machines['w1']!.id}/samples?metric=talos.up`);
+    expect(up.body.points.map((p: { value: number }) => p.value)).toEqual([1, 0]);
+  });
+
+  it('reports a missing etcd member as degraded with the reason', async () => {
+    const onlyCp1 = [{ id: '101', hostname: 'cp1' }];
+    fleet = await startSimCluster(h, {
+      tenant: 'home',
+      machines: [
+        { name: 'cp1', role: 'controlplane', etcdMembers: onlyCp1 },
+        { name: 'cp2', role: 'controlplane', etcdMembers: onlyCp1 },
+      ],
+    });
+    await runCollectPass(h.deps);
+    const body = await health(fleet.clusterId);
+    expect(body.state).toBe('degraded');
+    expect(body.reasons).toContain('etcd has 1/2 members');
+    expect(body.etcd).toMatchObject({ expected: 2, members: 1 });
+  });
+
+  it('reports a NotReady Kubernetes node, and works without the metrics API', async () => {
+    fleet = await startSimCluster(h, { tenant: 'home', metrics: false, machines: [{ name: 'cp1', role: 'controlplane' }, { name: 'w1', role: 'worker' }] });
+    await runCollectPass(h.deps);
+    let body = await health(fleet.clusterId);
+    // No metrics.k8s.io: still healthy, readiness sampled, no usage samples.
+    expect(body.state).toBe('healthy');
+    expect(body.kubeError).toBeNull();
+    expect(machineOf(body, 'w1').latest).toHaveProperty(['kube.ready'], 1);
+    expect(machineOf(body, 'w1').latest).not.toHaveProperty(['kube.cpu_cores']);
+
+    fleet.kube.setNode('w1', { ready: false });
+    await runCollectPass(h.deps);
+    body = await health(fleet.clusterId);
+    expect(body.state).toBe('degraded');
+    expect(body.reasons.some((r: string) => /^node w1 NotReady/.test(r))).toBe(true);
+    const w1 = machineOf(body, 'w1');
+    expect(w1.state).toBe('degraded');
+    expect(w1.reasons.some((r) => r.startsWith('Kubernetes node NotReady'))).toBe(true);
+    expect(w1.latest).toHaveProperty(['kube.ready'], 0);
+    expect(machineOf(body, 'cp1').state).toBe('healthy');
+  });
+
+  it('records the Kubernetes API failure on the cluster when its endpoint does not answer', async () => {
+    h.deps.settings.collectDeadlineMs = 400;
+    fleet = await startSimCluster(h, { tenant: 'home', machines: [{ name: 'cp1', role: 'controlplane' }] });
+    fleet.kube.blackhole(true);
+    await runCollectPass(h.deps);
+    const body = await health(fleet.clusterId);
+    expect(body.state).toBe('degraded');
+    expect(body.kubeError).toMatch(/deadline/);
+    expect(body.reasons[0]).toMatch(/^Kubernetes API unreachable/);
+    expect(JSON.stringify(body)).not.toMatch(/PRIVATE KEY|client-key-data/);
+  });
+});
