@@ -26,6 +26,17 @@ export interface Settings {
     /** After SIGINT, how long tofu gets to release its lock and write state before SIGKILL. */
     cancelGraceMs: number;
   };
+  /** Talos push-config and bootstrap timings; absent fields take the defaults in functions/push-config/timings.ts. */
+  pushConfig?: Partial<PushTimings>;
+}
+
+export interface PushTimings {
+  /** Deadline of each Talos API call. */
+  callDeadlineMs: number;
+  /** How long a pushed node may take to install, reboot and answer over mTLS. */
+  readyTimeoutMs: number;
+  /** Pause between readiness probes (and bootstrap retries). */
+  pollMs: number;
 }
 
 export interface Deps {

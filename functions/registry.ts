@@ -3,12 +3,15 @@ import type { AppExecutors, Deps } from './deps.ts';
 import type { CronJob } from '../runner/cron.ts';
 import { pruneStateCredentials, revokeStateCredential } from './state/credentials.ts';
 import { PROVISION_KIND, provisionExecutor } from './provision/executor.ts';
+import { BOOTSTRAP_KIND, bootstrapExecutor, PUSH_CONFIG_KIND, pushConfigExecutor } from './push-config/index.ts';
 
 /** Every run kind the worker can execute, by name. */
 export function executors(): AppExecutors {
   return {
     [BACKUP_KIND]: backupExecutor,
     [PROVISION_KIND]: provisionExecutor,
+    [PUSH_CONFIG_KIND]: pushConfigExecutor,
+    [BOOTSTRAP_KIND]: bootstrapExecutor,
   };
 }
 
