@@ -198,6 +198,42 @@ describe('push-config to a node in maintenance mode', () => {
     expect(await machineOf(clusterId, mid)).toMatchObject({ state: 'new', talosVersion: null });
   });
 
+  it('a reply lost after the node took the config is confirmed over mTLS', async () => {
+    await setup();
+    const node = await sim();
+    // Cut the connection while the node handles the apply: it keeps the config, the reply is lost.
+    const record = node.receivedConfigs.push.bind(node.receivedConfigs);
+    node.receivedConfigs.push = (...r) => {
+      setImmediate(() => node.destroyConnections());
+      return record(...r);
+    };
+    const { clusterId } = await seedCluster(h);
+    const mid = await addMachine(clusterId, { name: 'cp1', address: node.address });
+    const run = await push(clusterId, mid, insecure(node), 'succeeded');
+    const types = (await events(run.id)).map((e) => e.type);
+    expect(types).toContain('push.unconfirmed');
+    expect(types).not.toContain('push.applied');
+    expect(await machineOf(clusterId, mid)).toMatchObject({ state: 'configured', talosVersion: 'v1.13.9' });
+  });
+
+  it('a connection dropped on the apply itself fails after the wait and leaves the machine new', async () => {
+    await setup({ timings: { readyTimeoutMs: 400 } });
+    const node = await sim();
+    const arrive = node.calls.push.bind(node.calls);
+    node.calls.push = (...c) => {
+      if (c[0]?.method === 'ApplyConfiguration') node.dropConnectionsMidCall(true);
+      return arrive(...c);
+    };
+    const { clusterId } = await seedCluster(h);
+    const mid = await addMachine(clusterId, { name: 'cp1', address: node.address });
+    const run = await push(clusterId, mid, insecure(node), 'failed');
+    expect((await events(run.id)).find((e) => e.type === 'push.unconfirmed')?.data).toMatchObject({ code: 'connection-lost', node: node.address });
+    expect(run.error).toMatch(/did not answer over mTLS/);
+    expect(node.receivedConfigs).toHaveLength(0);
+    expect(node.phase).toBe('maintenance');
+    expect((await machineOf(clusterId, mid)).state).toBe('new');
+  });
+
   it('a node that takes the config but never answers over mTLS fails the wait and stays mTLS-only', async () => {
     await setup({ timings: { readyTimeoutMs: 400 } });
     const node = await sim({ rebootMs: 60_000 });

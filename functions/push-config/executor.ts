@@ -4,7 +4,7 @@ import { clusters, machines } from '../../db/schema/index.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { RunError, type Executor, type RunContext } from '../../lib/jobs/executor.ts';
 import {
-  createTalosClient, isUnimplemented, type ApplyConfigurationResult, type ApplyMode, type TalosApiClient, type VersionResult,
+  createTalosClient, isTalosApiError, isUnimplemented, type ApplyConfigurationResult, type ApplyMode, type TalosApiClient, type VersionResult,
 } from '../../lib/talos/api/index.ts';
 import type { Deps } from '../deps.ts';
 import type { ClusterRow, MachineRow } from '../inventory/load.ts';
@@ -36,6 +36,9 @@ export interface PushConfigResult {
 }
 
 type Ctx = RunContext<Deps>;
+
+/** Failures of an apply call that do not tell whether the node acted on it. */
+const AMBIGUOUS: ReadonlySet<string> = new Set(['connection-lost', 'deadline']);
 
 /** How long to look for a configured node going down after it chose to reboot. */
 const GOING_DOWN_WINDOW_MS = 30_000;
@@ -118,6 +121,7 @@ export const pushConfigExecutor: Executor<Deps> = async (ctx) => {
       ? createTalosClient({ mode: 'maintenance', address, ...(p.certFingerprint ? { fingerprint: p.certFingerprint } : {}) })
       : await access.talosClient(address);
   let applied: ApplyConfigurationResult;
+  let confirmed = true;
   try {
     if (channel === 'maintenance') {
       await emit({
@@ -145,7 +149,18 @@ export const pushConfigExecutor: Executor<Deps> = async (ctx) => {
       data: { node: client.node, talosVersion: before?.tag ?? null },
     });
     await emit({ type: 'push.apply', message: `sending the config (mode ${p.mode}${p.dryRun ? ', dry run' : ''})`, data: { mode: p.mode, dryRun: p.dryRun } });
-    applied = await step(ctx, 'apply', channel, t.callDeadlineMs, () => client.applyConfiguration({ data, mode: p.mode, dryRun: p.dryRun }, call));
+    applied = await step(ctx, 'apply', channel, t.callDeadlineMs, async () => {
+      try {
+        return await client.applyConfiguration({ data, mode: p.mode, dryRun: p.dryRun }, call);
+      } catch (err) {
+        // A node in maintenance reboots right after it takes a config; if the reply was lost on the
+        // way, only the node coming up under our CA can tell whether it took it.
+        if (channel !== 'maintenance' || p.dryRun || !isTalosApiError(err) || !AMBIGUOUS.has(err.code) || signal.aborted) throw err;
+        await emit({ level: 'warn', type: 'push.unconfirmed', message: `${err.message}; the node may have taken the config, so it is checked over mTLS`, data: { node: err.node, code: err.code } });
+        confirmed = false;
+        return { mode: p.mode, modeDetails: '', warnings: [] };
+      }
+    });
   } finally {
     client.close();
   }
@@ -156,13 +171,14 @@ export const pushConfigExecutor: Executor<Deps> = async (ctx) => {
     await emit({ type: 'push.dry-run', message: `dry run: the node accepted the config (it would use mode ${applied.mode}); nothing was applied`, data: { mode: applied.mode, warnings: applied.warnings.length } });
     return { ...base, state: machine.state, talosVersion: machine.talosVersion } satisfies PushConfigResult;
   }
-  await emit({
+  if (confirmed) await emit({
     type: 'push.applied',
     message: `the node accepted the config (mode ${applied.mode})${applied.warnings.length ? ` with ${applied.warnings.length} warning(s)` : ''}`,
     data: { mode: applied.mode, warnings: applied.warnings.length },
   });
   // It holds our config now: from here on it is reached over mTLS only, even if this run fails.
-  if (channel === 'maintenance') await setMachine(deps, machine.id, { state: APPLIED });
+  // An unconfirmed apply leaves the machine as it was until the node proves it over mTLS.
+  if (channel === 'maintenance' && confirmed) await setMachine(deps, machine.id, { state: APPLIED });
 
   if (applied.mode === 'staged') {
     await emit({ type: 'push.staged', message: 'the config is staged; it takes effect at the next reboot' });
