@@ -39,6 +39,17 @@ export interface Settings {
    * are the admin without a login. Off unless the runner is configured for the add-on.
    */
   trustIngress?: boolean;
+  /** Talos push-config and bootstrap timings; absent fields take the defaults in functions/push-config/timings.ts. */
+  pushConfig?: Partial<PushTimings>;
+}
+
+export interface PushTimings {
+  /** Deadline of each Talos API call. */
+  callDeadlineMs: number;
+  /** How long a pushed node may take to install, reboot and answer over mTLS. */
+  readyTimeoutMs: number;
+  /** Pause between readiness probes (and bootstrap retries). */
+  pollMs: number;
 }
 
 export interface Deps {

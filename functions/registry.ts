@@ -4,6 +4,7 @@ import type { AppExecutors, Deps } from './deps.ts';
 import type { CronJob } from '../runner/cron.ts';
 import { pruneStateCredentials, revokeStateCredential } from './state/credentials.ts';
 import { PROVISION_KIND, provisionExecutor } from './provision/executor.ts';
+import { BOOTSTRAP_KIND, bootstrapExecutor, PUSH_CONFIG_KIND, pushConfigExecutor } from './push-config/index.ts';
 
 /** Every run kind the worker can execute, by name. */
 export function executors(): AppExecutors {
@@ -11,6 +12,8 @@ export function executors(): AppExecutors {
     [BACKUP_KIND]: backupExecutor,
     [PROVISION_KIND]: provisionExecutor,
     [COLLECT_KIND]: collectExecutor,
+    [PUSH_CONFIG_KIND]: pushConfigExecutor,
+    [BOOTSTRAP_KIND]: bootstrapExecutor,
   };
 }
 

@@ -1,0 +1,86 @@
+/**
+ * push-config to many bare-metal nodes at once, through the real HTTP API and a real worker
+ * (concurrency = node count), against sim nodes with added latency on every call.
+ *
+ * Runs are exclusive per cluster, so each node is the one metal machine of its own cluster.
+ * Baseline, same run: each node pushed alone, one after the other, on a twin fleet; the slowest
+ * of those is the floor a fully parallel push can reach.
+ * Usage: npx tsx bench/push.ts [nodes] [latencyMs]   (POLL_MS: readiness poll interval, default 100)
+ */
+import { createWorker } from '../runner/worker.ts';
+import { executors } from '../functions/registry.ts';
+import { startSimNode, type SimTalosNode } from '../test/sim/talos/index.ts';
+import { createHarness, seedCluster, type Harness } from '../test/support/harness.ts';
+
+const count = Number(process.argv[2] ?? 50);
+const latencyMs = Number(process.argv[3] ?? 20);
+
+const h: Harness = await createHarness({
+  patchDeps: (d) => {
+    d.settings.pushConfig = { callDeadlineMs: 30_000, readyTimeoutMs: 60_000, pollMs: Number(process.env.POLL_MS ?? 100) };
+  },
+});
+const worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'bench', leaseMs: 30_000, concurrency: count, pollMs: 20 });
+worker.start();
+
+interface Target {
+  sim: SimTalosNode;
+  clusterId: string;
+  machineId: string;
+}
+
+async function fleet(prefix: string): Promise<Target[]> {
+  const targets: Target[] = [];
+  for (let i = 0; i < count; i++) {
+    const sim = await startSimNode({ rebootMs: 20 });
+    sim.setLatency(latencyMs);
+    const { clusterId } = await seedCluster(h, `${prefix}${i}`);
+    const m = await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal', address: sim.address } });
+    targets.push({ sim, clusterId, machineId: m.body.id });
+  }
+  return targets;
+}
+
+async function start(t: Target): Promise<string> {
+  const res = await h.call('POST', `/v1/clusters/${t.clusterId}/machines/${t.machineId}/push-config`, {
+    body: { insecure: true, certFingerprint: t.sim.maintenanceFingerprint },
+  });
+  if (res.status !== 202) throw new Error(`push refused: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.run.id;
+}
+
+async function finished(runId: string): Promise<void> {
+  for (;;) {
+    const run = await h.deps.jobs.get(runId);
+    if (run?.state === 'succeeded') return;
+    if (run && run.state !== 'queued' && run.state !== 'running') throw new Error(`run ${runId} ${run.state}: ${run.error}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function timedPush(t: Target): Promise<number> {
+  const t0 = performance.now();
+  await finished(await start(t));
+  return performance.now() - t0;
+}
+
+const solo = await fleet('solo');
+const parallel = await fleet('par');
+await timedPush(solo.pop()!); // warm up proto loading, TLS and the admin certificate
+const singles: number[] = [];
+for (const t of solo) singles.push(await timedPush(t));
+
+const t0 = performance.now();
+const each = await Promise.all(parallel.map((t) => timedPush(t)));
+const wall = performance.now() - t0;
+
+await worker.stop(5_000);
+for (const t of [...solo, ...parallel]) await t.sim.stop();
+await h.close();
+
+const slowestSingle = Math.max(...singles);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log(`nodes: ${count}, added latency: ${latencyMs} ms per call, via HTTP API + worker (concurrency ${count})`);
+console.log(`single pushes, one at a time (${singles.length}): median ${median(singles).toFixed(0)} ms, slowest ${slowestSingle.toFixed(0)} ms`);
+console.log(`${count} pushes at once: wall ${wall.toFixed(0)} ms; per push median ${median(each).toFixed(0)} ms, slowest ${Math.max(...each).toFixed(0)} ms`);
+console.log(`ratio wall / slowest single push: ${(wall / slowestSingle).toFixed(2)} (1.00 = fully parallel)`);
