@@ -17,6 +17,7 @@ import { providerCredentialRoutes } from './providers/routes.ts';
 import { runRoutes } from './runs/routes.ts';
 import { approveRoutes, provisionHookRoutes, provisionRoutes } from './provision/routes.ts';
 import { stateBackendRoutes } from './state/backend.ts';
+import { upgradeRoutes } from './upgrade/index.ts';
 import { clusterStateRoutes } from './state/cluster-routes.ts';
 import { webhookSecretRoutes } from './webhooks/secret.ts';
 
@@ -69,6 +70,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/clusters', machineConfigRoutes());
   v1.route('/clusters', clusterStateRoutes());
   v1.route('/clusters', provisionRoutes());
+  v1.route('/clusters', upgradeRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/runs', approveRoutes());
   v1.route('/audit', auditRoutes());

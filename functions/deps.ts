@@ -8,6 +8,7 @@ import type { Logger } from '../lib/log.ts';
 import type { Scope } from '../lib/auth/tokens.ts';
 import type { HttpMetrics } from './ops/http-metrics.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
+import type { UpgradeTimings } from './upgrade/timings.ts';
 
 /** What handlers and executors need from the host; tests build their own. */
 export interface Settings {
@@ -26,6 +27,8 @@ export interface Settings {
     /** After SIGINT, how long tofu gets to release its lock and write state before SIGKILL. */
     cancelGraceMs: number;
   };
+  /** Overrides of the upgrade timeouts and poll intervals (defaults in functions/upgrade/timings.ts). */
+  upgrade?: Partial<UpgradeTimings>;
 }
 
 export interface Deps {

@@ -3,12 +3,14 @@ import type { AppExecutors, Deps } from './deps.ts';
 import type { CronJob } from '../runner/cron.ts';
 import { pruneStateCredentials, revokeStateCredential } from './state/credentials.ts';
 import { PROVISION_KIND, provisionExecutor } from './provision/executor.ts';
+import { UPGRADE_KIND, upgradeExecutor } from './upgrade/index.ts';
 
 /** Every run kind the worker can execute, by name. */
 export function executors(): AppExecutors {
   return {
     [BACKUP_KIND]: backupExecutor,
     [PROVISION_KIND]: provisionExecutor,
+    [UPGRADE_KIND]: upgradeExecutor,
   };
 }
 
