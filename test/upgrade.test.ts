@@ -97,7 +97,6 @@ describe('rolling Talos upgrade', () => {
     }
 
     const evs = await events(h, runId);
-    if (process.env.UPGRADE_DEBUG) for (const e of evs) console.log(e.at, e.type, e.message.slice(0, 80), e.data?.elapsedMs);
     const start = (n: string) => seqOf(evs, 'upgrade.node.start', n);
     const done = (n: string) => seqOf(evs, 'upgrade.node.done', n);
     // Control planes strictly one after another.
@@ -205,7 +204,6 @@ describe('rolling Talos upgrade', () => {
     const w1 = c.sim('w1');
     const notReady = w1.waitForPhase('down', 20_000).then(() => c.kube.setNode('w1', { ready: false }));
     const first = await finished(h, await startUpgrade(h, c));
-    if (process.env.UPGRADE_DEBUG) console.log('FIRST', first.state, first.error);
     await notReady;
     expect(first.state).toBe('failed');
     expect(first.error).toMatch(/w1: failed the health gate.*Kubernetes node NotReady/);
