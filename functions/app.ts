@@ -21,6 +21,7 @@ import { runRoutes } from './runs/routes.ts';
 import { approveRoutes, provisionHookRoutes, provisionRoutes } from './provision/routes.ts';
 import { pushConfigRoutes } from './push-config/index.ts';
 import { stateBackendRoutes } from './state/backend.ts';
+import { upgradeRoutes } from './upgrade/index.ts';
 import { clusterStateRoutes } from './state/cluster-routes.ts';
 import { webhookSecretRoutes } from './webhooks/secret.ts';
 
@@ -77,6 +78,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/clusters', healthRoutes());
   v1.route('/collect', collectRoutes());
   v1.route('/clusters', pushConfigRoutes());
+  v1.route('/clusters', upgradeRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/runs', approveRoutes());
   v1.route('/audit', auditRoutes());

@@ -8,6 +8,7 @@ import type { Logger } from '../lib/log.ts';
 import type { Scope } from '../lib/auth/tokens.ts';
 import type { HttpMetrics } from './ops/http-metrics.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
+import type { UpgradeTimings } from './upgrade/timings.ts';
 
 /** What handlers and executors need from the host; tests build their own. */
 export interface Settings {
@@ -34,6 +35,8 @@ export interface Settings {
     /** tofu's -lock-timeout, e.g. `30s`. */
     lockTimeout?: string;
   };
+  /** Overrides of the upgrade timeouts and poll intervals (defaults in functions/upgrade/timings.ts). */
+  upgrade?: Partial<UpgradeTimings>;
   /**
    * Home Assistant add-on: requests from the Supervisor's ingress proxy carrying X-Ingress-Path
    * are the admin without a login. Off unless the runner is configured for the add-on.

@@ -5,6 +5,7 @@ import type { CronJob } from '../runner/cron.ts';
 import { pruneStateCredentials, revokeStateCredential } from './state/credentials.ts';
 import { PROVISION_KIND, provisionExecutor } from './provision/executor.ts';
 import { BOOTSTRAP_KIND, bootstrapExecutor, PUSH_CONFIG_KIND, pushConfigExecutor } from './push-config/index.ts';
+import { UPGRADE_KIND, upgradeExecutor } from './upgrade/index.ts';
 
 /** Every run kind the worker can execute, by name. */
 export function executors(): AppExecutors {
@@ -14,6 +15,7 @@ export function executors(): AppExecutors {
     [COLLECT_KIND]: collectExecutor,
     [PUSH_CONFIG_KIND]: pushConfigExecutor,
     [BOOTSTRAP_KIND]: bootstrapExecutor,
+    [UPGRADE_KIND]: upgradeExecutor,
   };
 }
 

@@ -1,14 +1,6 @@
-import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
+import { RunAbort as Abort, type ExecutorRegistry } from '../lib/jobs/executor.ts';
 import type { Run } from '../lib/jobs/types.ts';
 import type { Deps } from '../functions/deps.ts';
-
-type StopReason = 'cancel' | 'shutdown' | 'lease-lost';
-
-class Abort extends Error {
-  constructor(readonly reason: StopReason) {
-    super(reason === 'cancel' ? 'canceled' : reason === 'shutdown' ? 'runner shutting down' : 'lease lost');
-  }
-}
 
 export interface Worker {
   start(): void;

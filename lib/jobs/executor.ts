@@ -22,3 +22,17 @@ export class RunError extends Error {
     super(message);
   }
 }
+
+export type StopReason = 'cancel' | 'shutdown' | 'lease-lost';
+
+/** The reason a worker aborts a run's signal with, so an executor can tell a cancel from a shutdown. */
+export class RunAbort extends Error {
+  constructor(readonly reason: StopReason) {
+    super(reason === 'cancel' ? 'canceled' : reason === 'shutdown' ? 'runner shutting down' : 'lease lost');
+  }
+}
+
+/** Why the run's signal was aborted, if it was by a worker. */
+export function stopReason(signal: AbortSignal): StopReason | undefined {
+  return signal.aborted && signal.reason instanceof RunAbort ? signal.reason.reason : undefined;
+}

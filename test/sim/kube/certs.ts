@@ -1,7 +1,7 @@
 // Test-only PKI for the simulated Kubernetes API server: an ECDSA P-256 cluster CA, server
 // certificates for loopback, and client certificates whose subject O is the Kubernetes group.
 // The product PKI lives elsewhere; this exists so the suites can mint what they need quickly.
-import { webcrypto } from 'node:crypto';
+import { createPrivateKey, webcrypto } from 'node:crypto';
 // @peculiar/x509 2.x resolves its ASN.1 codecs through tsyringe, which needs the Reflect metadata API.
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
@@ -97,4 +97,11 @@ export async function issueClientCert(ca: TestCa, opts: { cn?: string; org?: str
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
     new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
   ]);
+}
+
+/** Uses an existing ECDSA P-256 CA (e.g. a cluster's Kubernetes CA, key in SEC1 or PKCS#8 PEM) to run the sim. */
+export async function importTestCa(certPem: string, keyPem: string): Promise<TestCa> {
+  const der = createPrivateKey(keyPem).export({ format: 'der', type: 'pkcs8' });
+  const key = await webcrypto.subtle.importKey('pkcs8', der, EC, true, ['sign']);
+  return { certPem, keyPem, cert: new x509.X509Certificate(certPem), key };
 }

@@ -35,7 +35,7 @@ export interface SimNodeOptions {
   host?: '127.0.0.1' | '::1';
   /** Talos version tag reported by Version; below v1.13 the LifecycleService/ImageService are unknown. */
   version?: string;
-  /** How long the node is unreachable while it reboots (after apply, upgrade or Reboot). */
+  /** How long the node is unreachable while it reboots (after apply, upgrade or Reboot); at least ~120 ms. */
   rebootMs?: number;
   /** Start already configured with this machine config instead of in maintenance mode. */
   initialConfig?: string | Uint8Array;
@@ -71,6 +71,8 @@ class SimRpcError extends Error {
 }
 
 const OID_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+/** How long in-flight calls may finish when the node goes down for a reboot. */
+const DRAIN_GRACE_MS = 100;
 const ROLE_RANK: Record<Role, number> = { reader: 1, operator: 2, admin: 3 };
 const ROLE_OF_CERT: Record<string, Role> = { 'os:admin': 'admin', 'os:operator': 'operator', 'os:reader': 'reader' };
 
@@ -158,7 +160,8 @@ export class SimTalosNode {
   private etcdErrors: string[] = [];
   private readonly serviceOverrides = new Map<string, SimServiceState>();
   private readonly phaseWaiters = new Set<{ phase: SimPhase; resolve: () => void }>();
-  private readonly bootTime = Math.floor(Date.now() / 1000) - 3600;
+  /** Unix seconds of the last boot; moves forward on every reboot, as SystemStat's boot_time does. */
+  bootTime = Math.floor(Date.now() / 1000) - 3600;
 
   constructor(opts: SimNodeOptions) {
     this.opts = opts;
@@ -325,14 +328,28 @@ export class SimTalosNode {
     this.port = (server.address() as net.AddressInfo).port;
   }
 
-  private closeListener(): Promise<void> {
+  private closeListener(graceful = false): Promise<void> {
     const l = this.listener;
     this.listener = undefined;
     if (!l) return Promise.resolve();
     // close() waits for open connections, so end them as well.
     const closed = new Promise<void>((resolve) => l.close(() => resolve()));
-    this.destroyConnections();
+    if (graceful) this.endConnections();
+    else this.destroyConnections();
     return closed;
+  }
+
+  /**
+   * GOAWAY to every session, so a call already answered also gets its trailers (grpc-js sends them
+   * only once the reply's data is written, which a busy process can delay past a short timer);
+   * whatever is still open after the grace is cut.
+   */
+  private endConnections(): void {
+    this.injector.drain(DRAIN_GRACE_MS);
+    const left = [...this.sockets];
+    this.timer(DRAIN_GRACE_MS, () => {
+      for (const s of left) s.destroy();
+    });
   }
 
   private onConnection(socket: net.Socket): void {
@@ -398,10 +415,14 @@ export class SimTalosNode {
     this.timer(10, () => {
       if (this.phase === 'stopped') return;
       this.setPhase('down');
-      void this.closeListener().then(() => {
-        this.destroyConnections();
-        this.timer(this.rebootMs, () => {
+      const downAt = Date.now();
+      void this.closeListener(true).then(() => {
+        // grpc-js's drain timer destroys every session it holds when it fires, new ones included,
+        // so the node stays down until it has fired.
+        const drainLeft = DRAIN_GRACE_MS + 20 - (Date.now() - downAt);
+        this.timer(Math.max(this.rebootMs, drainLeft), () => {
           if (this.phase === 'stopped') return;
+          this.bootTime = Math.max(this.bootTime + 1, Math.floor(Date.now() / 1000));
           void next()
             .then(() => this.listen())
             .catch(() => {});

@@ -1,0 +1,81 @@
+// Pure decisions of an upgrade run: which image, which API, which nodes in which order.
+import { installerImage } from '../../lib/talos/installer.ts';
+import { compareVersions, parseVersion } from '../../lib/talos/versions.ts';
+import type { ClusterTalosSettings } from '../machine-config/settings.ts';
+
+export interface UpgradeParams {
+  /** Normalized, e.g. `v1.13.9`. */
+  talosVersion: string;
+  /** Installer image reference; when absent, the cluster's schematic (or installer image) at talosVersion. */
+  image: string;
+  batchSize: number;
+  /** Legacy API only: install now, activate on the next reboot (RezusCloud then reboots the node). */
+  stage: boolean;
+  /** Upgrade even when the cluster fails the pre-upgrade health check; passed to the legacy API too. */
+  force: boolean;
+  /** Legacy API only: keep the node's ephemeral data. */
+  preserve: boolean;
+}
+
+/** Everything before the tag (and digest) of an image reference: `registry/name[:tag][@sha256:…]` → `registry/name`. */
+function repositoryOf(image: string): string {
+  const noDigest = image.split('@')[0]!;
+  const slash = noDigest.lastIndexOf('/');
+  const colon = noDigest.lastIndexOf(':');
+  return colon > slash ? noDigest.slice(0, colon) : noDigest;
+}
+
+/**
+ * The installer for `version`: the cluster's own installer image re-tagged (a pinned digest names
+ * the old version, so it is dropped), else the Image Factory image of its schematic.
+ */
+export function defaultUpgradeImage(settings: Pick<ClusterTalosSettings, 'schematic' | 'installerImage'>, version: string): string {
+  if (settings.installerImage) return `${repositoryOf(settings.installerImage)}:${version}`;
+  return installerImage(settings.schematic, version);
+}
+
+export type UpgradeApi = 'lifecycle' | 'legacy';
+
+/**
+ * LifecycleService/Upgrade exists from v1.13 (talosctl switches after v1.13.0-alpha.2);
+ * MachineService/Upgrade is deprecated there and the only way on older nodes.
+ */
+export function apiFor(nodeVersion: string): UpgradeApi {
+  const v = parseVersion(nodeVersion);
+  if (!v) return 'legacy';
+  return v.major > 1 || (v.major === 1 && v.minor >= 13) ? 'lifecycle' : 'legacy';
+}
+
+export function sameVersion(a: string, b: string): boolean {
+  return parseVersion(a) !== undefined && parseVersion(b) !== undefined && compareVersions(a, b) === 0;
+}
+
+/** A minor-version downgrade is refused: Talos does not promise it works. */
+export function isMinorDowngrade(from: string, to: string): boolean {
+  const a = parseVersion(from);
+  const b = parseVersion(to);
+  if (!a || !b) return false;
+  return b.major < a.major || (b.major === a.major && b.minor < a.minor);
+}
+
+export interface PlannedMachine {
+  id: string;
+  name: string;
+  role: 'controlplane' | 'worker';
+}
+
+export interface Batch<M extends PlannedMachine> {
+  role: M['role'];
+  machines: M[];
+}
+
+/** Control planes one at a time, then workers `batchSize` at a time; by name within each role. */
+export function upgradeBatches<M extends PlannedMachine>(machines: M[], batchSize: number): Batch<M>[] {
+  const byName = (a: M, b: M): number => a.name.localeCompare(b.name);
+  const cps = machines.filter((m) => m.role === 'controlplane').sort(byName);
+  const workers = machines.filter((m) => m.role === 'worker').sort(byName);
+  const batches: Batch<M>[] = cps.map((m) => ({ role: 'controlplane', machines: [m] }));
+  const size = Math.max(1, Math.floor(batchSize));
+  for (let i = 0; i < workers.length; i += size) batches.push({ role: 'worker', machines: workers.slice(i, i + size) });
+  return batches;
+}

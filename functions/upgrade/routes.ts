@@ -1,0 +1,63 @@
+import { eq } from 'drizzle-orm';
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { machines } from '../../db/schema/index.ts';
+import { requireScope } from '../../lib/auth/middleware.ts';
+import { ApiError, badRequest, conflict } from '../../lib/http/errors.ts';
+import { readJson } from '../../lib/http/validate.ts';
+import { talosVersionSchema } from '../../lib/talos/validate.ts';
+import type { AppEnv } from '../deps.ts';
+import { loadCluster } from '../inventory/load.ts';
+import { talosAddressOf } from '../machine-config/access.ts';
+import { clusterTalosInput, readClusterSettings } from '../machine-config/settings.ts';
+import { publicRun } from '../runs/routes.ts';
+import { UPGRADE_KIND } from './executor.ts';
+import { defaultUpgradeImage, isMinorDowngrade, type UpgradeParams } from './plan.ts';
+
+const upgradeBody = z.strictObject({
+  talosVersion: talosVersionSchema,
+  image: clusterTalosInput.shape.installerImage,
+  batchSize: z.number().int().min(1).optional(),
+  stage: z.boolean().optional(),
+  force: z.boolean().optional(),
+  preserve: z.boolean().optional(),
+});
+
+/** `POST /v1/clusters/:id/upgrade`: queues a rolling Talos upgrade (cluster-changing, one at a time). */
+export function upgradeRoutes() {
+  const app = new Hono<AppEnv>();
+  app.post('/:id/upgrade', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const body = await readJson(c, upgradeBody);
+    const rows = await c.var.deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
+    if (rows.length === 0) throw conflict('the cluster has no machines to upgrade');
+    const noAddress = rows.filter((m) => !talosAddressOf(m)).map((m) => m.name).sort();
+    if (noAddress.length) throw conflict(`machines without a Talos API address: ${noAddress.join(', ')}`, { machines: noAddress });
+    const workers = rows.filter((m) => m.role === 'worker').length;
+    const maxBatch = Math.max(1, workers);
+    if (body.batchSize !== undefined && body.batchSize > maxBatch) {
+      throw badRequest(`batchSize: must be between 1 and ${maxBatch} (the cluster's workers)`);
+    }
+    if (isMinorDowngrade(cluster.talosVersion, body.talosVersion) && !body.force) {
+      throw new ApiError(409, 'downgrade_refused', `${body.talosVersion} is a minor-version downgrade from ${cluster.talosVersion}; pass force to do it anyway`);
+    }
+    const params: UpgradeParams = {
+      talosVersion: body.talosVersion,
+      image: body.image ?? defaultUpgradeImage(readClusterSettings(cluster.settings), body.talosVersion),
+      batchSize: body.batchSize ?? 1,
+      stage: body.stage ?? false,
+      force: body.force ?? false,
+      preserve: body.preserve ?? false,
+    };
+    const run = await c.var.deps.jobs.enqueue({
+      kind: UPGRADE_KIND,
+      tenantId: cluster.tenantId,
+      clusterId: cluster.id,
+      exclusive: true,
+      params: params as unknown as Record<string, unknown>,
+      createdBy: c.var.principal.tokenId,
+    });
+    return c.json({ run: publicRun(run) }, 202);
+  });
+  return app;
+}

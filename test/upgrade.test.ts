@@ -1,0 +1,323 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Deps } from '../functions/deps.ts';
+import { apiFor, defaultUpgradeImage, UPGRADE_KIND, upgradeBatches, upgradeExecutor } from '../functions/upgrade/index.ts';
+import { VANILLA_SCHEMATIC } from '../lib/talos/installer.ts';
+import { createWorker, type Worker } from '../runner/worker.ts';
+import { createHarness, type Harness } from './support/harness.ts';
+import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
+
+// Response bodies are whatever the API sent.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const FROM = 'v1.13.2';
+const TO = 'v1.13.9';
+const IMAGE = `factory.talos.dev/installer/${VANILLA_SCHEMATIC}:${TO}`;
+const UPGRADE_CALLS = ['Upgrade', 'ImageService/Pull', 'LifecycleService/Upgrade', 'Reboot'];
+
+let h: Harness | undefined;
+let worker: Worker | undefined;
+let cluster: UpgradeCluster | undefined;
+
+afterEach(async () => {
+  await worker?.stop(0);
+  await cluster?.stop();
+  await h?.close();
+  worker = undefined;
+  cluster = undefined;
+  h = undefined;
+});
+
+async function setup(machines: MachineSpec[], talosVersion = FROM): Promise<{ h: Harness; c: UpgradeCluster }> {
+  h = await createHarness({
+    patchDeps: (d: Deps) => {
+      d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, rebootTimeoutMs: 10_000, gateTimeoutMs: 800, kubeDeadlineMs: 3_000 };
+    },
+  });
+  cluster = await startUpgradeCluster(h, { talosVersion, machines });
+  // A short lease makes the worker's heartbeat (lease/3) notice a cancel within ~200 ms.
+  worker = createWorker({ deps: h.deps, executors: { [UPGRADE_KIND]: upgradeExecutor }, workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
+  worker.start();
+  return { h, c: cluster };
+}
+
+async function startUpgrade(hh: Harness, c: UpgradeCluster, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await hh.call('POST', `/v1/clusters/${c.clusterId}/upgrade`, { body: { talosVersion: TO, ...body } });
+  expect(res.status).toBe(202);
+  expect(res.body.run.kind).toBe('upgrade');
+  return res.body.run.id;
+}
+
+async function finished(hh: Harness, runId: string): Promise<Json> {
+  for (let i = 0; i < 1200; i++) {
+    const run = (await hh.call('GET', `/v1/runs/${runId}`)).body;
+    if (['succeeded', 'failed', 'canceled', 'interrupted'].includes(run.state)) return run;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`run ${runId} did not finish`);
+}
+
+async function events(hh: Harness, runId: string): Promise<Json[]> {
+  return (await hh.call('GET', `/v1/runs/${runId}/events`)).body.events;
+}
+
+const touched = (c: UpgradeCluster, name: string) => c.sim(name).calls.filter((x) => UPGRADE_CALLS.includes(x.method));
+
+/** seq of the first event of `type` for `node`. */
+function seqOf(evs: Json[], type: string, node: string): number {
+  const e = evs.find((x) => x.type === type && x.data?.node === node);
+  if (!e) throw new Error(`no ${type} event for ${node}`);
+  return e.seq;
+}
+
+async function clusterVersion(hh: Harness, c: UpgradeCluster): Promise<string> {
+  return (await hh.call('GET', `/v1/clusters/${c.clusterId}`)).body.talosVersion;
+}
+
+async function machineVersions(hh: Harness, c: UpgradeCluster): Promise<Record<string, string | null>> {
+  const list = (await hh.call('GET', `/v1/clusters/${c.clusterId}/machines`)).body.machines as Json[];
+  return Object.fromEntries(list.map((m) => [m.name, m.talosVersion]));
+}
+
+describe('rolling Talos upgrade', () => {
+  it('upgrades control planes one at a time, then workers in batches, through the v1.13 API', async () => {
+    const { h, c } = await setup(fleet(3, 3));
+    const runId = await startUpgrade(h, c, { batchSize: 2 });
+    const run = await finished(h, runId);
+    expect(run.error).toBeNull();
+    expect(run.state).toBe('succeeded');
+    expect(run.params.image).toBe(IMAGE);
+
+    for (const name of ['cp1', 'cp2', 'cp3', 'w1', 'w2', 'w3']) {
+      const sim = c.sim(name);
+      expect(sim.version).toBe(TO);
+      expect(sim.pulledImages).toEqual([IMAGE]);
+      expect(sim.upgrades).toEqual([{ api: 'lifecycle', image: IMAGE, stage: false }]);
+      expect(sim.reboots).toEqual(['reboot']);
+    }
+
+    const evs = await events(h, runId);
+    const start = (n: string) => seqOf(evs, 'upgrade.node.start', n);
+    const done = (n: string) => seqOf(evs, 'upgrade.node.done', n);
+    // Control planes strictly one after another.
+    expect(done('cp1')).toBeLessThan(start('cp2'));
+    expect(done('cp2')).toBeLessThan(start('cp3'));
+    expect(done('cp3')).toBeLessThan(Math.min(start('w1'), start('w2')));
+    // w1 and w2 form one batch: both start before either is done; w3 waits for both.
+    expect(Math.max(start('w1'), start('w2'))).toBeLessThan(Math.min(done('w1'), done('w2')));
+    expect(Math.max(done('w1'), done('w2'))).toBeLessThan(start('w3'));
+    // Each node goes through every phase in order.
+    for (const n of ['cp1', 'w3']) {
+      const phases = evs.filter((e) => e.data?.node === n).map((e) => e.type);
+      const order = ['upgrade.node.start', 'upgrade.pull', 'upgrade.install', 'upgrade.reboot', 'upgrade.wait', 'upgrade.gate', 'upgrade.node.done'];
+      expect([...new Set(phases)]).toEqual(order);
+      expect(evs.filter((e) => e.data?.node === n).every((e) => typeof e.data.elapsedMs === 'number')).toBe(true);
+    }
+    // The install stream's progress shows up in the log.
+    expect(evs.some((e) => e.type === 'upgrade.install' && e.data?.node === 'cp2' && e.data.progress === 'installing Talos to disk')).toBe(true);
+    // A health check before every step: three control planes, two worker batches.
+    expect(evs.filter((e) => e.type === 'upgrade.precheck').map((e) => e.data.nodes)).toEqual([['cp1'], ['cp2'], ['cp3'], ['w1', 'w2'], ['w3']]);
+
+    expect(await clusterVersion(h, c)).toBe(TO);
+    expect(Object.values(await machineVersions(h, c))).toEqual(Array(6).fill(TO));
+    expect(run.result.upgraded.map((u: Json) => u.name)).toEqual(['cp1', 'cp2', 'cp3', 'w1', 'w2', 'w3']);
+  });
+
+  it('a control plane that comes back unhealthy stops the run; no later node is touched', async () => {
+    const { h, c } = await setup(fleet(3, 2));
+    const cp2 = c.sim('cp2');
+    const broken = cp2.waitForPhase('down', 20_000).then(() => cp2.setServiceState('etcd', { state: 'Running', healthy: false, lastMessage: 'etcd member not responding' }));
+    const runId = await startUpgrade(h, c);
+    const run = await finished(h, runId);
+    await broken;
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/cp2: failed the health gate/);
+    expect(run.error).toMatch(/service etcd unhealthy: etcd member not responding/);
+    expect(touched(c, 'cp1').length).toBeGreaterThan(0);
+    expect(touched(c, 'cp2').length).toBeGreaterThan(0);
+    for (const n of ['cp3', 'w1', 'w2']) expect(touched(c, n)).toEqual([]);
+    expect(c.sim('cp3').version).toBe(FROM);
+    // cp2 did come back on the new version, and that is recorded; the cluster's version is not.
+    expect(await machineVersions(h, c)).toMatchObject({ cp1: TO, cp2: TO, cp3: FROM });
+    expect(await clusterVersion(h, c)).toBe(FROM);
+    const evs = await events(h, runId);
+    expect(evs.some((e) => e.type === 'upgrade.node.done' && e.data?.node === 'cp2')).toBe(false);
+  });
+
+  it('refuses to start while etcd is degraded: no node gets an upgrade call', async () => {
+    const { h, c } = await setup(fleet(3, 1));
+    c.sim('cp3').setEtcdErrors(['etcdserver: request timed out']);
+    const run = await finished(h, await startUpgrade(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^refusing to upgrade: cluster not healthy before cp1/);
+    expect(run.error).toMatch(/etcd has 2\/3 healthy members/);
+    for (const n of ['cp1', 'cp2', 'cp3', 'w1']) expect(touched(c, n)).toEqual([]);
+    expect(await clusterVersion(h, c)).toBe(FROM);
+  });
+
+  it('refuses a batch while a Kubernetes node is NotReady', async () => {
+    const { h, c } = await setup(fleet(1, 2));
+    c.kube.setNode('w2', { ready: false });
+    const run = await finished(h, await startUpgrade(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/node w2 NotReady/);
+    for (const n of ['cp1', 'w1', 'w2']) expect(touched(c, n)).toEqual([]);
+  });
+
+  it('skips nodes already on the target version', async () => {
+    const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', version: TO }, { name: 'w2', role: 'worker' }]);
+    const runId = await startUpgrade(h, c);
+    const run = await finished(h, runId);
+    expect(run.state).toBe('succeeded');
+    expect(touched(c, 'w1')).toEqual([]);
+    expect(c.sim('cp1').upgrades).toHaveLength(1);
+    expect(c.sim('w2').upgrades).toHaveLength(1);
+    expect(run.result.skipped).toEqual(['w1']);
+    const evs = await events(h, runId);
+    expect(evs.filter((e) => e.type === 'upgrade.node.skip').map((e) => e.data.node)).toEqual(['w1']);
+    expect(await clusterVersion(h, c)).toBe(TO);
+  });
+
+  it('cancel stops after the node in flight; the rest stay untouched', async () => {
+    const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', rebootMs: 1_000 }, { name: 'w2', role: 'worker' }, { name: 'w3', role: 'worker' }]);
+    const runId = await startUpgrade(h, c);
+    for (let i = 0; ; i++) {
+      if ((await events(h, runId)).some((e) => e.type === 'upgrade.node.start' && e.data?.node === 'w1')) break;
+      if (i > 800) throw new Error('w1 never started');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect((await h.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    const run = await finished(h, runId);
+    expect(run.state).toBe('canceled');
+    // w1 was in flight: it finished completely, gate included.
+    expect(c.sim('w1').version).toBe(TO);
+    const evs = await events(h, runId);
+    expect(evs.some((e) => e.type === 'upgrade.node.done' && e.data?.node === 'w1')).toBe(true);
+    expect(touched(c, 'w2')).toEqual([]);
+    expect(touched(c, 'w3')).toEqual([]);
+    expect(run.result.untouched).toEqual(['w2', 'w3']);
+    expect(await clusterVersion(h, c)).toBe(FROM);
+  });
+
+  it('a new run resumes a failed one, skipping the nodes already upgraded', async () => {
+    const { h, c } = await setup(fleet(1, 3));
+    const w1 = c.sim('w1');
+    const notReady = w1.waitForPhase('down', 20_000).then(() => c.kube.setNode('w1', { ready: false }));
+    const first = await finished(h, await startUpgrade(h, c));
+    await notReady;
+    expect(first.state).toBe('failed');
+    expect(first.error).toMatch(/w1: failed the health gate.*Kubernetes node NotReady/);
+    expect(touched(c, 'w2')).toEqual([]);
+    expect(await clusterVersion(h, c)).toBe(FROM);
+
+    c.kube.setNode('w1', { ready: true });
+    const second = await finished(h, await startUpgrade(h, c));
+    expect(second.state).toBe('succeeded');
+    expect(second.result.skipped).toEqual(['cp1', 'w1']);
+    expect(second.result.upgraded.map((u: Json) => u.name)).toEqual(['w2', 'w3']);
+    for (const n of ['cp1', 'w1', 'w2', 'w3']) expect(c.sim(n).upgrades).toHaveLength(1);
+    expect(await clusterVersion(h, c)).toBe(TO);
+  });
+
+  it('a v1.12 node takes the legacy MachineService/Upgrade path', async () => {
+    const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', version: 'v1.12.11' }]);
+    const runId = await startUpgrade(h, c);
+    const run = await finished(h, runId);
+    expect(run.state).toBe('succeeded');
+    const w1 = c.sim('w1');
+    expect(w1.upgrades).toEqual([{ api: 'legacy', image: IMAGE, stage: false }]);
+    // The v1.13 API is not even tried, and the node reboots itself.
+    expect(w1.calls.map((x) => x.method)).not.toContain('ImageService/Pull');
+    expect(w1.reboots).toEqual(['upgrade']);
+    expect(w1.version).toBe(TO);
+    expect(c.sim('cp1').upgrades.map((u) => u.api)).toEqual(['lifecycle']);
+    expect(run.result.upgraded).toMatchObject([{ name: 'cp1', api: 'lifecycle' }, { name: 'w1', api: 'legacy', from: 'v1.12.11' }]);
+  });
+
+  it('a staged legacy upgrade is activated by a reboot RezusCloud asks for', async () => {
+    const { h, c } = await setup([{ name: 'cp1', role: 'controlplane', version: 'v1.12.11' }]);
+    const run = await finished(h, await startUpgrade(h, c, { stage: true, preserve: true }));
+    expect(run.state).toBe('succeeded');
+    expect(c.sim('cp1').upgrades).toEqual([{ api: 'legacy', image: IMAGE, stage: true }]);
+    expect(c.sim('cp1').reboots).toEqual(['reboot']);
+    expect(c.sim('cp1').version).toBe(TO);
+  });
+
+  it('a node that reboots back into its old version fails the run instead of being upgraded again', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    const cp1 = c.sim('cp1');
+    // Like a node whose new image fails to boot and falls back to the previous one.
+    const rollback = cp1.waitForPhase('down', 20_000).then(() => (cp1.pendingVersion = undefined));
+    const run = await finished(h, await startUpgrade(h, c));
+    await rollback;
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/cp1: rebooted but runs v1\.13\.2, not v1\.13\.9/);
+    expect(cp1.upgrades).toHaveLength(1);
+    expect(touched(c, 'w1')).toEqual([]);
+    expect(await machineVersions(h, c)).toMatchObject({ cp1: FROM });
+  });
+});
+
+describe('upgrade plan', () => {
+  it('re-tags the cluster installer image (dropping a digest), else uses the factory image of the schematic', () => {
+    const digest = `@sha256:${'a'.repeat(64)}`;
+    expect(defaultUpgradeImage({ schematic: VANILLA_SCHEMATIC, installerImage: `ghcr.io/siderolabs/installer:v1.13.2${digest}` }, TO)).toBe(`ghcr.io/siderolabs/installer:${TO}`);
+    expect(defaultUpgradeImage({ schematic: VANILLA_SCHEMATIC, installerImage: 'reg.example:5000/talos/installer' }, TO)).toBe(`reg.example:5000/talos/installer:${TO}`);
+    expect(defaultUpgradeImage({ schematic: VANILLA_SCHEMATIC }, TO)).toBe(IMAGE);
+  });
+
+  it('picks the API by node version', () => {
+    expect(apiFor('v1.12.11')).toBe('legacy');
+    expect(apiFor('v1.13.0')).toBe('lifecycle');
+    expect(apiFor('v1.14.0-rc.1')).toBe('lifecycle');
+    expect(apiFor('v2.0.0')).toBe('lifecycle');
+    expect(apiFor('garbage')).toBe('legacy');
+  });
+
+  it('orders control planes singly, then workers in batches', () => {
+    const ms = [
+      { id: '1', name: 'w3', role: 'worker' as const },
+      { id: '2', name: 'cp2', role: 'controlplane' as const },
+      { id: '3', name: 'w1', role: 'worker' as const },
+      { id: '4', name: 'cp1', role: 'controlplane' as const },
+      { id: '5', name: 'w2', role: 'worker' as const },
+    ];
+    expect(upgradeBatches(ms, 2).map((b) => b.machines.map((m) => m.name))).toEqual([['cp1'], ['cp2'], ['w1', 'w2'], ['w3']]);
+  });
+});
+
+describe('POST /v1/clusters/:id/upgrade validation', () => {
+  it('rejects bad input and conflicting runs, changing nothing', async () => {
+    h = await createHarness();
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'v' } });
+    const cl = await h.call('POST', '/v1/clusters', {
+      body: { tenant: t.body.id, name: 'c', talosVersion: FROM, kubernetesVersion: '1.36.3', endpoint: 'https://[2001:db8::1]:6443' },
+    });
+    const path = `/v1/clusters/${cl.body.id}/upgrade`;
+    expect((await h.call('POST', path, { body: { talosVersion: TO } })).status).toBe(409); // no machines
+    for (const [name, role] of [['cp1', 'controlplane'], ['w1', 'worker'], ['w2', 'worker']]) {
+      await h.call('POST', `/v1/clusters/${cl.body.id}/machines`, { body: { name, role, provider: 'metal', address: '2001:db8::10' } });
+    }
+    expect((await h.call('POST', path, { body: { talosVersion: 'latest' } })).status).toBe(400);
+    expect((await h.call('POST', path, { body: { talosVersion: TO, batchSize: 0 } })).status).toBe(400);
+    const tooBig = await h.call('POST', path, { body: { talosVersion: TO, batchSize: 3 } });
+    expect(tooBig.status).toBe(400);
+    expect(tooBig.body.error.message).toMatch(/between 1 and 2/);
+    expect((await h.call('POST', path, { body: { talosVersion: TO, surprise: true } })).status).toBe(400);
+    expect((await h.call('POST', path, { body: { talosVersion: TO, image: 'not an image' } })).status).toBe(400);
+    const down = await h.call('POST', path, { body: { talosVersion: 'v1.12.11' } });
+    expect(down.status).toBe(409);
+    expect(down.body.error.code).toBe('downgrade_refused');
+    expect((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs).toEqual([]);
+
+    const ok = await h.call('POST', path, { body: { talosVersion: '1.13.9', batchSize: 2 } });
+    expect(ok.status).toBe(202);
+    expect(ok.body.run.params).toEqual({ talosVersion: TO, image: IMAGE, batchSize: 2, stage: false, force: false, preserve: false });
+    const again = await h.call('POST', path, { body: { talosVersion: TO } });
+    expect(again.status).toBe(409);
+    expect(again.body.error.details.activeRun).toBe(ok.body.run.id);
+
+    const ro = await h.call('POST', `/v1/tenants/${t.body.id}/tokens`, { body: { name: 'ro', scopes: ['read'] } });
+    expect((await h.call('POST', path, { body: { talosVersion: TO }, token: ro.body.token })).status).toBe(403);
+  });
+});
