@@ -49,12 +49,28 @@ async function start(t: Target): Promise<string> {
   return res.body.run.id;
 }
 
+/**
+ * Waits for the run's end, woken by its own events (the last one is written when it ends), so
+ * the measuring does not itself load the database the pushes use.
+ */
 async function finished(runId: string): Promise<void> {
-  for (;;) {
-    const run = await h.deps.jobs.get(runId);
-    if (run?.state === 'succeeded') return;
-    if (run && run.state !== 'queued' && run.state !== 'running') throw new Error(`run ${runId} ${run.state}: ${run.error}`);
-    await new Promise((r) => setTimeout(r, 5));
+  let wake: () => void = () => {};
+  const off = h.deps.bus.subscribe(runId, () => wake());
+  try {
+    for (;;) {
+      const run = await h.deps.jobs.get(runId);
+      if (run?.state === 'succeeded') return;
+      if (run && run.state !== 'queued' && run.state !== 'running') throw new Error(`run ${runId} ${run.state}: ${run.error}`);
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, 250);
+        wake = () => {
+          clearTimeout(t);
+          r();
+        };
+      });
+    }
+  } finally {
+    off();
   }
 }
 
