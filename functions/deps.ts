@@ -1,12 +1,12 @@
 import type { Database, Db } from '../db/client.ts';
 import type { Clock } from '../lib/clock.ts';
-import type { Sealer } from '../lib/crypto/seal.ts';
+import { createSealer, type Sealer } from '../lib/crypto/seal.ts';
 import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
-import type { RunBus } from '../lib/jobs/bus.ts';
-import type { Jobs } from '../lib/jobs/queue.ts';
+import { createRunBus, type RunBus } from '../lib/jobs/bus.ts';
+import { createJobs, type Jobs } from '../lib/jobs/queue.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Scope } from '../lib/auth/tokens.ts';
-import type { HttpMetrics } from './ops/http-metrics.ts';
+import { createHttpMetrics, type HttpMetrics } from './ops/http-metrics.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
 import type { UpgradeTimings } from './upgrade/timings.ts';
 
@@ -83,5 +83,29 @@ export interface AppEnv {
   Variables: {
     deps: Deps;
     principal: Principal;
+  };
+}
+
+/** Wires the parts every host shares (queue, bus, sealer, metrics) around a database and settings. */
+export function assembleDeps(parts: {
+  database: Database;
+  masterKey: Uint8Array;
+  clock: Clock;
+  log: Logger;
+  settings: Settings;
+  newClusterSecrets(): Promise<ClusterSecrets>;
+}): Deps {
+  const bus = createRunBus();
+  return {
+    database: parts.database,
+    db: parts.database.db,
+    jobs: createJobs({ db: parts.database.db, clock: parts.clock, bus }),
+    bus,
+    sealer: createSealer(parts.masterKey),
+    clock: parts.clock,
+    log: parts.log,
+    settings: parts.settings,
+    metrics: createHttpMetrics(),
+    newClusterSecrets: parts.newClusterSecrets,
   };
 }

@@ -4,15 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, type AppOptions } from '../functions/app.ts';
-import type { AppExecutors, Deps } from '../functions/deps.ts';
-import { createHttpMetrics } from '../functions/ops/http-metrics.ts';
+import { assembleDeps, type AppExecutors, type Deps } from '../functions/deps.ts';
 import { cronJobs, executors, onRunsInterrupted } from '../functions/registry.ts';
 import { removeStaleRunFiles } from '../lib/tofu/index.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
-import { createSealer } from '../lib/crypto/seal.ts';
-import { createRunBus } from '../lib/jobs/bus.ts';
-import { createJobs } from '../lib/jobs/queue.ts';
 import { createLogger } from '../lib/log.ts';
 import { generateSecrets } from '../lib/talos/secrets.ts';
 import { ensureAdminToken } from './admin-token.ts';
@@ -47,13 +43,9 @@ export async function startHost(
   const clock = systemClock;
   if (!config.adminToken) await ensureAdminToken(database.db, config.dataDir, clock.now(), print);
 
-  const bus = createRunBus();
-  const deps: Deps = {
+  const deps: Deps = assembleDeps({
     database,
-    db: database.db,
-    jobs: createJobs({ db: database.db, clock, bus }),
-    bus,
-    sealer: createSealer(masterKey),
+    masterKey,
     clock,
     log,
     settings: {
@@ -67,9 +59,8 @@ export async function startHost(
       tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000, lockTimeout: '30s' },
       trustIngress: config.trustIngress,
     },
-    metrics: createHttpMetrics(),
     newClusterSecrets: generateSecrets,
-  };
+  });
 
   const app = createApp(deps, opts.app);
   const server = await new Promise<ServerType>((resolve) => {

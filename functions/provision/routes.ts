@@ -10,6 +10,7 @@ import type { AppEnv, Deps } from '../deps.ts';
 import { loadCluster, type ClusterRow } from '../inventory/load.ts';
 import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { publicRun } from '../runs/routes.ts';
+import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { currentVersion } from '../state/store.ts';
 import { MAX_DELIVERY_ID_CHARS, recordDelivery, setDeliveryRun } from '../webhooks/deliveries.ts';
 import { loadWebhookSecret } from '../webhooks/secret.ts';
@@ -28,16 +29,8 @@ const hookBody = z.strictObject({
 
 const DELIVERY_HEADERS = ['x-rezus-delivery', 'x-github-delivery'];
 
-async function enqueueProvision(deps: Deps, cluster: ClusterRow, params: ProvisionParams, createdBy: string) {
-  return deps.jobs.enqueue({
-    kind: PROVISION_KIND,
-    tenantId: cluster.tenantId,
-    clusterId: cluster.id,
-    exclusive: true,
-    params: params as unknown as Record<string, unknown>,
-    createdBy,
-  });
-}
+const enqueueProvision = (deps: Deps, cluster: ClusterRow, params: ProvisionParams, createdBy: string) =>
+  enqueueClusterRun(deps, cluster, PROVISION_KIND, params, createdBy);
 
 export function provisionRoutes() {
   const app = new Hono<AppEnv>();
@@ -45,7 +38,7 @@ export function provisionRoutes() {
     const cluster = await loadCluster(c, c.req.param('id'));
     const body = await readJson(c, provisionBody);
     const run = await enqueueProvision(c.var.deps, cluster, { mode: body.mode, destroy: body.destroy ?? false }, c.var.principal.tokenId);
-    return c.json({ run: publicRun(run) }, 202);
+    return accepted(c, run);
   });
   return app;
 }
@@ -80,7 +73,7 @@ export function approveRoutes() {
       await jobs.requestCancel(run.id);
       throw conflict('this plan was approved concurrently');
     }
-    return c.json({ run: publicRun(run) }, 202);
+    return accepted(c, run);
   });
   return app;
 }
@@ -124,7 +117,7 @@ export function provisionHookRoutes() {
     try {
       const run = await enqueueProvision(deps, cluster, { mode: body.mode, destroy: body.destroy ?? false }, `webhook:${deliveryId}`);
       await setDeliveryRun(deps, tenantId, deliveryId, run.id);
-      return c.json({ run: publicRun(run) }, 202);
+      return accepted(c, run);
     } catch (err) {
       // Nothing started: forget the delivery so a redelivery can try again.
       await deps.db

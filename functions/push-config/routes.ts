@@ -12,7 +12,7 @@ import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
 import { renderOrReject } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
-import { publicRun } from '../runs/routes.ts';
+import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { BOOTSTRAP_KIND, type BootstrapParams } from './bootstrap.ts';
 import { PUSH_CONFIG_KIND, type PushConfigParams } from './executor.ts';
 import { mayBeInMaintenance, readyForBootstrap } from './machine-state.ts';
@@ -81,15 +81,8 @@ export function pushConfigRoutes() {
       mode,
       dryRun: body.dryRun === true,
     };
-    const run = await c.var.deps.jobs.enqueue({
-      kind: PUSH_CONFIG_KIND,
-      tenantId: cluster.tenantId,
-      clusterId: cluster.id,
-      exclusive: true,
-      params: params as unknown as Record<string, unknown>,
-      createdBy: c.var.principal.tokenId,
-    });
-    return c.json({ run: publicRun(run) }, 202);
+    const run = await enqueueClusterRun(c.var.deps, cluster, PUSH_CONFIG_KIND, params, c.var.principal.tokenId);
+    return accepted(c, run);
   });
 
   app.post('/:id/bootstrap', requireScope('write'), async (c) => {
@@ -121,15 +114,8 @@ export function pushConfigRoutes() {
     }
     requireAddress(target);
     const params: BootstrapParams = { machine: target.id };
-    const run = await c.var.deps.jobs.enqueue({
-      kind: BOOTSTRAP_KIND,
-      tenantId: cluster.tenantId,
-      clusterId: cluster.id,
-      exclusive: true,
-      params: params as unknown as Record<string, unknown>,
-      createdBy: c.var.principal.tokenId,
-    });
-    return c.json({ run: publicRun(run) }, 202);
+    const run = await enqueueClusterRun(c.var.deps, cluster, BOOTSTRAP_KIND, params, c.var.principal.tokenId);
+    return accepted(c, run);
   });
 
   return app;

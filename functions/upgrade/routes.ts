@@ -10,7 +10,7 @@ import type { AppEnv } from '../deps.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
 import { clusterTalosInput, readClusterSettings } from '../machine-config/settings.ts';
-import { publicRun } from '../runs/routes.ts';
+import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { UPGRADE_KIND } from './executor.ts';
 import { defaultUpgradeImage, isMinorDowngrade, type UpgradeParams } from './plan.ts';
 
@@ -49,15 +49,8 @@ export function upgradeRoutes() {
       force: body.force ?? false,
       preserve: body.preserve ?? false,
     };
-    const run = await c.var.deps.jobs.enqueue({
-      kind: UPGRADE_KIND,
-      tenantId: cluster.tenantId,
-      clusterId: cluster.id,
-      exclusive: true,
-      params: params as unknown as Record<string, unknown>,
-      createdBy: c.var.principal.tokenId,
-    });
-    return c.json({ run: publicRun(run) }, 202);
+    const run = await enqueueClusterRun(c.var.deps, cluster, UPGRADE_KIND, params, c.var.principal.tokenId);
+    return accepted(c, run);
   });
   return app;
 }

@@ -8,12 +8,8 @@ import { randomBytes } from 'node:crypto';
 type Json = any;
 import { openDatabase, runMigrations } from '../../db/client.ts';
 import { createApp, type AppOptions } from '../../functions/app.ts';
-import type { Deps } from '../../functions/deps.ts';
-import { createHttpMetrics } from '../../functions/ops/http-metrics.ts';
+import { assembleDeps, type Deps } from '../../functions/deps.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { createSealer } from '../../lib/crypto/seal.ts';
-import { createRunBus } from '../../lib/jobs/bus.ts';
-import { createJobs } from '../../lib/jobs/queue.ts';
 import { silentLogger } from '../../lib/log.ts';
 import { generateSecrets, type ClusterSecrets } from '../../lib/talos/secrets.ts';
 
@@ -47,14 +43,10 @@ export async function createHarness(
   await runMigrations(database);
   const masterKey = randomBytes(32);
   const clock = opts.clock ?? { now: () => Date.now() };
-  const bus = createRunBus();
   const adminToken = 'test-admin-' + randomBytes(16).toString('hex');
-  const deps: Deps = {
+  const deps: Deps = assembleDeps({
     database,
-    db: database.db,
-    jobs: createJobs({ db: database.db, clock, bus }),
-    bus,
-    sealer: createSealer(masterKey),
+    masterKey,
     clock,
     log: silentLogger,
     settings: {
@@ -67,9 +59,8 @@ export async function createHarness(
       followPollMs: 50,
       tofu: { pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: 20_000, lockTimeout: '1s' },
     },
-    metrics: createHttpMetrics(),
     newClusterSecrets: opts.freshSecrets ? generateSecrets : sharedSecrets,
-  };
+  });
   opts.patchDeps?.(deps);
   const app = createApp(deps, opts.app);
   return {
