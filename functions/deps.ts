@@ -24,6 +24,8 @@ export interface Settings {
   retentionRawS: number;
   /** Poll interval for run event followers (SSE) in ms. */
   followPollMs: number;
+  /** A quiet event stream sends a comment this often, so proxies keep it open. */
+  keepAliveMs: number;
   tofu: {
     /** REZUS_TOFU_BIN, else tofu, else terraform on pathEnv. */
     bin?: string;

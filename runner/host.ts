@@ -55,6 +55,7 @@ export async function startHost(
       collectConcurrency: config.collectConcurrency,
       collectDeadlineMs: config.collectDeadlineMs,
       retentionRawS: config.retentionRawS,
+      keepAliveMs: 15_000,
       followPollMs: 500,
       tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000, lockTimeout: '30s' },
       trustIngress: config.trustIngress,

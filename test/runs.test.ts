@@ -106,6 +106,36 @@ describe('runs API', () => {
     expect(resumed.filter((e) => e.event === 'run-event').map((e) => e.data.seq)).toEqual([4, 5]);
   });
 
+  it('keeps a quiet stream open with comments until the run ends', async () => {
+    startWorker({
+      quiet: async ({ signal }) => {
+        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      },
+    }, 600);
+    const run = await h.deps.jobs.enqueue({ kind: 'quiet', exclusive: false });
+    await waitFor(run.id, ['running']);
+    const res = await h.app.request(`/v1/runs/${run.id}/events`, {
+      headers: { authorization: `Bearer ${h.adminToken}`, accept: 'text/event-stream' },
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes(': keep-alive')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    expect(text.startsWith(': following run')).toBe(true);
+    expect(text).toContain(': keep-alive');
+    await h.call('POST', `/v1/runs/${run.id}/cancel`);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value);
+    }
+    expect(text).toMatch(/event: end\ndata: \{[^\n]*"state":"canceled"/);
+  });
+
   it('a second cluster-changing run gets 409 with the active id, and cancel stops the running one', async () => {
     const { clusterId, tenantId } = await seedCluster(h);
     startWorker({

@@ -77,21 +77,28 @@ export function runRoutes() {
         closed = true;
         wake?.();
       });
+      let lastWrite = Date.now();
+      const flush = async () => {
+        for (const e of await jobs.events(run.id, last)) {
+          await stream.writeSSE({ id: String(e.seq), event: 'run-event', data: JSON.stringify(e) });
+          last = e.seq;
+          lastWrite = Date.now();
+        }
+      };
       try {
         while (!closed) {
-          for (const e of await jobs.events(run.id, last)) {
-            await stream.writeSSE({ id: String(e.seq), event: 'run-event', data: JSON.stringify(e) });
-            last = e.seq;
-          }
+          await flush();
           const current = await jobs.get(run.id);
           if (!current || isTerminal(current.state)) {
             // Events written between the read above and the state check are flushed before the end.
-            for (const e of await jobs.events(run.id, last)) {
-              await stream.writeSSE({ id: String(e.seq), event: 'run-event', data: JSON.stringify(e) });
-              last = e.seq;
-            }
+            await flush();
             await stream.writeSSE({ event: 'end', data: JSON.stringify(current ? publicRun(current) : null) });
             break;
+          }
+          // Proxies (Home Assistant ingress among them) drop streams that stay silent too long.
+          if (Date.now() - lastWrite >= settings.keepAliveMs) {
+            await stream.write(': keep-alive\n\n');
+            lastWrite = Date.now();
           }
           await new Promise<void>((resolve) => {
             const t = setTimeout(resolve, settings.followPollMs);

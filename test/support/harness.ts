@@ -56,6 +56,7 @@ export async function createHarness(
       collectConcurrency: 16,
       collectDeadlineMs: 2_000,
       retentionRawS: 24 * 3600,
+      keepAliveMs: 300,
       followPollMs: 50,
       tofu: { pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: 20_000, lockTimeout: '1s' },
     },
