@@ -1,5 +1,5 @@
 /**
- * Child process of bench/collect.ts: hosts the simulated fleet (Talos nodes and Kubernetes API
+ * Child process of bench/collect.ts and bench/push.ts: hosts the simulated fleet (Talos nodes and Kubernetes API
  * servers) so the collector's CPU and memory are measured apart from the sims', as they would
  * be against real machines. Driven over the IPC channel.
  */
@@ -10,6 +10,7 @@ import { kubeSimCa } from '../test/support/collect-fleet-ca.ts';
 export type SimRequest =
   | { op: 'kube'; ca: { certPem: string; keyPem: string }; clusters: string[][] }
   | { op: 'talos'; latencyMs: number; workerIssuer: { certPem: string; keyPem: string }; nodes: { config: string; etcdMembers?: SimEtcdMember[] }[] }
+  | { op: 'maintenance'; count: number; latencyMs: number; rebootMs: number }
   | { op: 'blackhole'; indices: number[] }
   | { op: 'stop' };
 
@@ -31,6 +32,12 @@ async function handle(req: SimRequest): Promise<unknown> {
       for (const s of started) s.setLatency(req.latencyMs);
       sims.push(...started);
       return started.map((s) => s.address);
+    }
+    case 'maintenance': {
+      const started = await Promise.all(Array.from({ length: req.count }, () => startSimNode({ rebootMs: req.rebootMs })));
+      for (const s of started) s.setLatency(req.latencyMs);
+      sims.push(...started);
+      return started.map((s) => ({ address: s.address, fingerprint: s.maintenanceFingerprint }));
     }
     case 'blackhole':
       for (const i of req.indices) sims[i]!.blackhole(true);
