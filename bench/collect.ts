@@ -7,13 +7,11 @@
  * the least a pass with a dead node can take.
  * Usage: tsx bench/collect.ts [nodes=500] [clusters=50] [concurrency=64]
  */
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { runCollectPass } from '../functions/collect/pass.ts';
 import { readNode } from '../functions/collect/talos-read.ts';
 import { clusterAccess } from '../functions/machine-config/access.ts';
 import { createHarness, type Harness } from '../test/support/harness.ts';
-import type { SimRequest } from './collect-sims.ts';
+import { startSimFleet } from './sim-fleet.ts';
 
 const NODES = Number(process.argv[2] ?? 500);
 const CLUSTERS = Number(process.argv[3] ?? 50);
@@ -23,22 +21,7 @@ const DEAD_EVERY = 20; // 5%
 const DEADLINE_MS = 2_000;
 const perCluster = Math.ceil(NODES / CLUSTERS);
 
-const child = fork(fileURLToPath(new URL('./collect-sims.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-let nextId = 0;
-const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-child.on('message', (m: { id: number; result?: unknown; error?: string }) => {
-  const p = pending.get(m.id);
-  pending.delete(m.id);
-  if (m.error !== undefined) p?.reject(new Error(m.error));
-  else p?.resolve(m.result);
-});
-function sims<T>(req: SimRequest): Promise<T> {
-  const id = nextId++;
-  return new Promise<T>((resolve, reject) => {
-    pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-    child.send({ id, req });
-  });
-}
+const sims = startSimFleet();
 
 async function must(h: Harness, method: string, path: string, body?: unknown) {
   const res = await h.call(method, path, body === undefined ? {} : { body });

@@ -9,9 +9,7 @@
  */
 import { createWorker } from '../runner/worker.ts';
 import { executors } from '../functions/registry.ts';
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import type { SimRequest } from './collect-sims.ts';
+import { startSimFleet } from './sim-fleet.ts';
 import { createHarness, seedCluster, type Harness } from '../test/support/harness.ts';
 
 const count = Number(process.argv[2] ?? 50);
@@ -27,22 +25,7 @@ worker.start();
 
 // The sims live in a child process, as real nodes would be elsewhere: the wall time and CPU
 // measured here are the product's (API, worker, SQLite, TLS client), not the simulator's.
-const child = fork(fileURLToPath(new URL('./collect-sims.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-let nextId = 0;
-const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-child.on('message', (m: { id: number; result?: unknown; error?: string }) => {
-  const p = pending.get(m.id);
-  pending.delete(m.id);
-  if (m.error !== undefined) p?.reject(new Error(m.error));
-  else p?.resolve(m.result);
-});
-function sims<T>(req: SimRequest): Promise<T> {
-  const id = nextId++;
-  return new Promise<T>((resolve, reject) => {
-    pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-    child.send({ id, req });
-  });
-}
+const sims = startSimFleet();
 
 interface Target {
   sim: { address: string; fingerprint: string };
