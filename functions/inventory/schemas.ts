@@ -1,6 +1,5 @@
 import { z } from 'zod';
-
-const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+import { DNS_LABEL } from '../../lib/talos/validate.ts';
 
 /** Names become hostnames, tofu keys and directory names, so they must be DNS labels. */
 export const dnsLabel = z

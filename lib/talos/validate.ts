@@ -73,9 +73,10 @@ export const hostnameSchema = z
   .refine(isDnsName, { message: 'must be a DNS name (letters, digits, hyphens, dots)' })
   .transform((v) => v.toLowerCase());
 
-export const clusterNameSchema = z
-  .string()
-  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be 1-63 lowercase letters, digits or hyphens');
+/** An RFC 1123 label in lower case: what cluster and machine names must be. */
+export const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export const clusterNameSchema = z.string().regex(DNS_LABEL, 'must be 1-63 lowercase letters, digits or hyphens');
 
 /** An address a machine is reached at: IPv4, IPv6 (canonicalised) or a DNS name. */
 export const machineAddressSchema = z
