@@ -7,9 +7,9 @@
  * the least a pass with a dead node can take.
  * Usage: tsx bench/collect.ts [nodes=500] [clusters=50] [concurrency=64]
  */
-import { runCollectPass } from '../functions/collect/pass.ts';
-import { readNode } from '../functions/collect/talos-read.ts';
-import { clusterAccess } from '../functions/machine-config/access.ts';
+import { runCollectPass } from '../runner/jobs/collect/pass.ts';
+import { readNode } from '../runner/jobs/collect/talos-read.ts';
+import { clusterAccess } from '../runner/jobs/cluster-access.ts';
 import { createHarness, type Harness } from '../test/support/harness.ts';
 import { startSimFleet } from './sim-fleet.ts';
 

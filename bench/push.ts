@@ -8,7 +8,7 @@
  * Usage: npx tsx bench/push.ts [nodes] [latencyMs]   (POLL_MS: readiness poll interval, default 100)
  */
 import { createWorker } from '../runner/worker.ts';
-import { executors } from '../functions/registry.ts';
+import { executors } from '../runner/jobs/registry.ts';
 import { startSimFleet } from './sim-fleet.ts';
 import { createHarness, seedCluster, type Harness } from '../test/support/harness.ts';
 

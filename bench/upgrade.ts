@@ -4,7 +4,9 @@
  * steps) × 2 s. Everything above it is RezusCloud's own cost: API calls, polls, health gates.
  * Usage: npx tsx bench/upgrade.ts
  */
-import { UPGRADE_KIND, upgradeExecutor } from '../functions/upgrade/index.ts';
+import { upgradeJob } from '../functions/upgrade/job.ts';
+import { upgradeExecutor } from '../runner/jobs/upgrade/executor.ts';
+import { bind } from '../runner/jobs/registry.ts';
 import { createWorker } from '../runner/worker.ts';
 import { createHarness } from '../test/support/harness.ts';
 import { fleet, startUpgradeCluster } from '../test/support/upgrade-cluster.ts';
@@ -21,7 +23,7 @@ async function once(batchSize: number): Promise<{ wallMs: number; floorMs: numbe
     },
   });
   const cluster = await startUpgradeCluster(h, { talosVersion: 'v1.13.2', machines: fleet(CONTROL_PLANES, WORKERS), rebootMs: REBOOT_MS });
-  const worker = createWorker({ deps: h.deps, executors: { [UPGRADE_KIND]: upgradeExecutor }, workerId: 'bench', leaseMs: 30_000, concurrency: 1, pollMs: 20 });
+  const worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'bench', leaseMs: 30_000, concurrency: 1, pollMs: 20 });
   try {
     worker.start();
     const t0 = performance.now();

@@ -1,7 +1,6 @@
 import { createClient, type Client } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
 import { migrate } from 'drizzle-orm/libsql/migrator';
-import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import * as schema from './schema/index.ts';
 
@@ -34,17 +33,4 @@ export async function openDatabase(opts: { url: string; authToken?: string }): P
 
 export async function runMigrations(database: Database): Promise<void> {
   await migrate(database.db, { migrationsFolder: MIGRATIONS_DIR });
-}
-
-/** Number of migrations in the journal vs applied, for /readyz. */
-export async function migrationStatus(database: Database): Promise<{ expected: number; applied: number }> {
-  const journal = JSON.parse(await readFile(`${MIGRATIONS_DIR}/meta/_journal.json`, 'utf8')) as {
-    entries: unknown[];
-  };
-  const applied = await database.client
-    .execute('SELECT count(*) AS n FROM __drizzle_migrations')
-    .then((rs) => Number(rs.rows[0]?.n ?? 0))
-    // No migrations table yet means none applied.
-    .catch(() => 0);
-  return { expected: journal.entries.length, applied };
 }

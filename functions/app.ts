@@ -1,31 +1,35 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import { requireAuth } from '../lib/auth/middleware.ts';
+import { requireAuth } from './auth.ts';
+import { DomainError, errorMessage, type ProblemKind } from '../lib/errors.ts';
 import { ApiError, errorBody } from '../lib/http/errors.ts';
 import { ActiveRunConflict } from '../lib/jobs/queue.ts';
 import { auditRoutes } from './audit/routes.ts';
-import { backupRoutes } from './backup/index.ts';
-import type { AppEnv, Deps } from './deps.ts';
+import { backupRoutes } from './backup/routes.ts';
+import type { AppEnv, Deps } from './context.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.tsx';
-import { collectRoutes, healthRoutes } from './collect/index.ts';
+import { collectRoutes, healthRoutes } from './collect/routes.ts';
 import { collectMetrics } from './collect/metrics.ts';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { machineConfigRoutes } from './machine-config/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
-import { countRequests } from './ops/http-metrics.ts';
+import { countRequests } from './ops/count-requests.ts';
 import { opsRoutes, type MetricsSource } from './ops/routes.ts';
 import { providerCredentialRoutes } from './providers/routes.ts';
 import { runRoutes } from './runs/routes.ts';
 import { approveRoutes, provisionHookRoutes, provisionRoutes } from './provision/routes.ts';
-import { pushConfigRoutes } from './push-config/index.ts';
+import { pushConfigRoutes } from './push-config/routes.ts';
 import { stateBackendRoutes } from './state/backend.ts';
-import { upgradeRoutes } from './upgrade/index.ts';
+import { upgradeRoutes } from './upgrade/routes.ts';
 import { clusterStateRoutes } from './state/cluster-routes.ts';
 import { webhookSecretRoutes } from './webhooks/secret.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** The one place a domain failure becomes an HTTP status. */
+const STATUS_OF = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unavailable: 503 } as const satisfies Record<ProblemKind, number>;
 
 const apiBodyLimit = () =>
   bodyLimit({
@@ -52,6 +56,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json(errorBody(err), err.status);
+    if (err instanceof DomainError) return c.json(errorBody(new ApiError(STATUS_OF[err.kind], err.code, err.message, err.details)), STATUS_OF[err.kind]);
     if (err instanceof ActiveRunConflict) {
       return c.json(errorBody(new ApiError(409, 'run_active', err.message, { activeRun: err.activeRunId })), 409);
     }
@@ -59,7 +64,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
       const code = err.status === 413 ? 'body_too_large' : 'http_error';
       return c.json({ error: { code, message: err.message || 'request rejected' } }, err.status);
     }
-    deps.log.error('unhandled error', { route: c.req.routePath, error: err instanceof Error ? err.message : String(err) });
+    deps.log.error('unhandled error', { route: c.req.routePath, error: errorMessage(err) });
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route' } }, 404));

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { errorMessage } from '../lib/errors.ts';
 import { addonOptionsToEnv } from './addon-options.ts';
 
 // The Supervisor writes the user's options here before every start.
@@ -22,7 +23,7 @@ async function readOptions(): Promise<unknown> {
 try {
   Object.assign(process.env, addonOptionsToEnv(await readOptions()));
 } catch (err) {
-  console.error(err instanceof Error ? err.message : String(err));
+  console.error(errorMessage(err));
   process.exit(2);
 }
 // The runner reads its configuration from the environment set above.

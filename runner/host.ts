@@ -4,8 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, type AppOptions } from '../functions/app.ts';
-import { assembleDeps, type AppExecutors, type Deps } from '../functions/deps.ts';
-import { cronJobs, executors, onRunsInterrupted } from '../functions/registry.ts';
+import { assembleDeps, type Deps } from '../functions/context.ts';
+import type { AppExecutors } from './jobs/registry.ts';
+import { cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
 import { removeStaleRunFiles } from '../lib/tofu/index.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
@@ -14,6 +15,7 @@ import { generateSecrets } from '../lib/talos/secrets.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import { startCron } from './cron.ts';
+import { nodeRemoteAddress } from './remote-address.ts';
 import { createWorker } from './worker.ts';
 
 export interface Host {
@@ -63,7 +65,7 @@ export async function startHost(
     newClusterSecrets: generateSecrets,
   });
 
-  const app = createApp(deps, opts.app);
+  const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
   });

@@ -1,6 +1,7 @@
 import { RunAbort as Abort, type ExecutorRegistry } from '../lib/jobs/executor.ts';
 import type { Run } from '../lib/jobs/types.ts';
-import type { Deps } from '../functions/deps.ts';
+import { errorMessage } from '../lib/errors.ts';
+import type { Deps } from '../functions/context.ts';
 
 export interface Worker {
   start(): void;
@@ -59,7 +60,7 @@ export function createWorker(opts: {
       else if (why !== 'lease-lost') await deps.jobs.finish(run.id, workerId, { state: 'succeeded', result });
     } catch (err) {
       const why = reason();
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       if (why === 'cancel') await deps.jobs.finish(run.id, workerId, { state: 'canceled' });
       else if (why === 'shutdown') await deps.jobs.finish(run.id, workerId, { state: 'interrupted', error: 'runner shut down' });
       else if (why !== 'lease-lost') await deps.jobs.finish(run.id, workerId, { state: 'failed', error: message });

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backupExecutor } from '../functions/backup/index.ts';
-import type { AppExecutors } from '../functions/deps.ts';
+import { backupExecutor } from '../runner/jobs/backup/executor.ts';
+import type { AppExecutors } from '../runner/jobs/registry.ts';
 import { loadConfig } from '../runner/config.ts';
 import { startHost, type Host } from '../runner/host.ts';
 import { startIngressProxy } from './support/ingress-proxy.ts';
-import { executors as allExecutors } from '../functions/registry.ts';
+import { executors as allExecutors } from '../runner/jobs/registry.ts';
 import { startSimCluster } from './support/collect-fleet.ts';
 import type { Harness } from './support/harness.ts';
 
@@ -30,7 +30,7 @@ const executors: AppExecutors = {
   backup: async (ctx) => {
     await ctx.emit({ type: 'backup.wait', message: 'waiting for the test to release the backup' });
     await new Promise<void>((resolve) => held.push(resolve));
-    return backupExecutor(ctx);
+    return backupExecutor(ctx, {});
   },
 };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assessCluster, formatDuration } from '../functions/collect/assess.ts';
+import { assessCluster, formatDuration } from '../runner/jobs/collect/assess.ts';
 import type { ClusterInput, MachineInput, TalosReport } from '../functions/collect/types.ts';
 import type { KubeNode, KubeSnapshot } from '../lib/kube/types.ts';
 

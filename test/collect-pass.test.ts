@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCollectPass } from '../functions/collect/pass.ts';
+import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { startSimCluster, type SimCluster } from './support/collect-fleet.ts';
 

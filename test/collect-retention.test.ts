@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { enqueueCollect } from '../functions/collect/index.ts';
-import { runCollectPass } from '../functions/collect/pass.ts';
+import { enqueueCollect } from '../functions/collect/job.ts';
+import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { machineSparkline } from '../functions/collect/views.ts';
 import { createHarness, manualClock, type Harness } from './support/harness.ts';
 import { startSimCluster, type SimCluster } from './support/collect-fleet.ts';

@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AppEnv, Principal } from '../functions/deps.ts';
+import type { AppEnv, Principal } from '../functions/context.ts';
 import { dashboardRoutes } from '../functions/dashboard/routes.tsx';
-import { DISPATCH_PRINCIPAL } from '../lib/auth/middleware.ts';
+import { DISPATCH_PRINCIPAL } from '../functions/auth.ts';
 import { alertOf, csrfOf, FormClient } from './support/dashboard-client.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
 

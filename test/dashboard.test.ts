@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { backupExecutor } from '../functions/backup/index.ts';
+import { backupJob } from '../functions/backup/job.ts';
+import { backupExecutor } from '../runner/jobs/backup/executor.ts';
+import { bind } from '../runner/jobs/registry.ts';
 import type { HealthView } from '../functions/dashboard/health-view.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { alertOf, csrfOf, FormClient } from './support/dashboard-client.ts';
@@ -272,7 +274,7 @@ describe('forms go through the API', () => {
     expect(queued.text).toContain(`data-stream="/runs/${runId}/events"`);
     expect(queued.text).toContain('id="cancel-run"');
 
-    worker = createWorker({ deps: h.deps, executors: { backup: backupExecutor }, workerId: 't', leaseMs: 3000, concurrency: 1, pollMs: 20 });
+    worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(backupJob, backupExecutor)]), workerId: 't', leaseMs: 3000, concurrency: 1, pollMs: 20 });
     worker.start();
     const stream = await b.get(`/runs/${runId}/events?after=1`, { accept: 'text/event-stream' });
     expect(stream.status).toBe(200);

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { machines, stateLocks } from '../db/schema/index.ts';
 import { signBody } from '../lib/auth/webhook.ts';
-import { executors, onRunsInterrupted } from '../functions/registry.ts';
+import { executors, onRunsInterrupted } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { listen } from './support/serve.ts';

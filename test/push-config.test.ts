@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PushTimings } from '../functions/deps.ts';
-import { executors } from '../functions/registry.ts';
+import type { PushTimings } from '../functions/context.ts';
+import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { startSimNode, type SimNodeOptions, type SimTalosNode } from './sim/talos/index.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '@libsql/client';
-import type { Deps } from '../functions/deps.ts';
-import { backupExecutor } from '../functions/backup/index.ts';
+import type { Deps } from '../functions/context.ts';
+import { backupJob } from '../functions/backup/job.ts';
+import { backupExecutor } from '../runner/jobs/backup/executor.ts';
+import { bind } from '../runner/jobs/registry.ts';
 import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
@@ -48,7 +50,7 @@ async function readSse(res: Response) {
 describe('backup run, end to end', () => {
   it('queues over HTTP, runs on the worker, and writes a usable copy', async () => {
     const { clusterId } = await seedCluster(h);
-    startWorker({ backup: backupExecutor });
+    startWorker(Object.fromEntries([bind(backupJob, backupExecutor)]));
     const res = await h.call('POST', '/v1/backups');
     expect(res.status).toBe(202);
     const run = await waitFor(res.body.run.id, ['succeeded', 'failed']);

@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Deps } from '../functions/deps.ts';
-import { apiFor, defaultUpgradeImage, UPGRADE_KIND, upgradeBatches, upgradeExecutor } from '../functions/upgrade/index.ts';
+import type { Deps } from '../functions/context.ts';
+import { upgradeJob } from '../functions/upgrade/job.ts';
+import { apiFor, defaultUpgradeImage, upgradeBatches } from '../functions/upgrade/plan.ts';
+import { upgradeExecutor } from '../runner/jobs/upgrade/executor.ts';
+import { bind } from '../runner/jobs/registry.ts';
 import { VANILLA_SCHEMATIC } from '../lib/talos/installer.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { createHarness, type Harness } from './support/harness.ts';
@@ -36,7 +39,7 @@ async function setup(machines: MachineSpec[], talosVersion = FROM): Promise<{ h:
   });
   cluster = await startUpgradeCluster(h, { talosVersion, machines });
   // A short lease makes the worker's heartbeat (lease/3) notice a cancel within ~200 ms.
-  worker = createWorker({ deps: h.deps, executors: { [UPGRADE_KIND]: upgradeExecutor }, workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
+  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
   worker.start();
   return { h, c: cluster };
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { audit } from '../../db/schema/index.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 
 /** Who did what to which object; the detail holds ids and names, never secret values. */
 export async function recordAudit(

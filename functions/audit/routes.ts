@@ -2,9 +2,9 @@ import { and, desc, eq, lt } from 'drizzle-orm';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { audit } from '../../db/schema/index.ts';
-import { requireScope } from '../../lib/auth/middleware.ts';
+import { requireScope } from '../auth.ts';
 import { readQuery } from '../../lib/http/validate.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 
 const query = z.strictObject({
   before: z.coerce.number().int().optional(),

@@ -2,8 +2,8 @@
 // callers check that the principal may see the cluster first.
 import { and, asc, eq, gte, sql } from 'drizzle-orm';
 import { clusterHealth, healthHourly, healthSamples, machineHealth, machines, type EtcdRollup } from '../../db/schema/index.ts';
-import type { Deps } from '../deps.ts';
-import { HOUR_MS, rawCutoff } from './retention.ts';
+import type { Deps } from '../context.ts';
+import { HOUR_MS, rawCutoff } from './window.ts';
 import type { HealthState } from './types.ts';
 
 export interface MachineHealthView {

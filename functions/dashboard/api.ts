@@ -1,5 +1,5 @@
-import { DISPATCH_PRINCIPAL } from '../../lib/auth/middleware.ts';
-import type { Principal } from '../deps.ts';
+import { DISPATCH_PRINCIPAL } from '../auth.ts';
+import type { Principal } from '../context.ts';
 
 /** Hands a request to the app's own router, as the given principal. */
 export type Dispatch = (req: Request, env: Record<PropertyKey, unknown>) => Response | Promise<Response>;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Deps, Principal } from '../deps.ts';
+import { errorMessage } from '../../lib/errors.ts';
+import type { Deps, Principal } from '../context.ts';
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unreachable' | 'unknown';
 
@@ -115,7 +116,7 @@ export async function readHealth(view: HealthView, ctx: HealthContext, clusterId
   try {
     return await view.report(ctx, clusterId);
   } catch (err) {
-    ctx.deps.log.warn('health view failed', { cluster: clusterId, error: err instanceof Error ? err.message : String(err) });
+    ctx.deps.log.warn('health view failed', { cluster: clusterId, error: errorMessage(err) });
     return UNKNOWN_REPORT;
   }
 }

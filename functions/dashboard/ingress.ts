@@ -1,7 +1,6 @@
-import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
 import { SCOPES } from '../../lib/auth/tokens.ts';
-import type { Principal } from '../deps.ts';
+import type { Principal } from '../context.ts';
 
 /** The Home Assistant Supervisor's address on its internal network; ingress traffic comes from here only. */
 export const SUPERVISOR_ADDRESS = '172.30.32.2';
@@ -9,14 +8,8 @@ export const SUPERVISOR_ADDRESS = '172.30.32.2';
 /** Where a request came from; injectable so tests (and other hosts) can say. */
 export type RemoteAddressSource = (c: Context) => string | undefined;
 
-/** The socket's peer under @hono/node-server; nothing elsewhere (edge, app.request without bindings). */
-export const nodeRemoteAddress: RemoteAddressSource = (c) => {
-  try {
-    return getConnInfo(c).remote.address;
-  } catch {
-    return undefined;
-  }
-};
+/** Without a platform adapter the peer is unknown, and an unknown peer is never the Supervisor. */
+export const unknownRemoteAddress: RemoteAddressSource = () => undefined;
 
 /** An IPv4 peer on a dual-stack socket shows as ::ffff:a.b.c.d; it is the same peer. */
 export function normalizeAddress(addr: string): string {

@@ -4,12 +4,12 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { authenticate } from '../../lib/auth/middleware.ts';
-import type { AppEnv, Principal } from '../deps.ts';
+import { authenticate } from '../auth.ts';
+import type { AppEnv, Principal } from '../context.ts';
 import { apiClient, runIdOf, type ApiClient, type ApiResult, type Dispatch, type Json } from './api.ts';
 import { APP_CSS, RUN_LOG_JS } from './assets.ts';
 import { apiHealthView, readHealth, UNKNOWN_REPORT, type HealthContext, type HealthView } from './health-view.ts';
-import { INGRESS_PRINCIPAL, SUPERVISOR_ADDRESS, ingressDecision, nodeRemoteAddress, type RemoteAddressSource } from './ingress.ts';
+import { INGRESS_PRINCIPAL, SUPERVISOR_ADDRESS, ingressDecision, unknownRemoteAddress, type RemoteAddressSource } from './ingress.ts';
 import { ClusterPage } from './pages/cluster.tsx';
 import { ClustersPage } from './pages/clusters.tsx';
 import { LoginPage } from './pages/login.tsx';
@@ -53,7 +53,7 @@ const SECURITY_HEADERS: Record<string, string> = {
 export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {}) {
   const app = new Hono<DashEnv>();
   const trustedPeer = opts.trustedIngressPeer ?? SUPERVISOR_ADDRESS;
-  const remoteAddress = opts.remoteAddress ?? nodeRemoteAddress;
+  const remoteAddress = opts.remoteAddress ?? unknownRemoteAddress;
   const healthView = opts.healthView ?? apiHealthView;
   const ttl = opts.sessionTtlMs ?? SESSION_TTL_MS;
 

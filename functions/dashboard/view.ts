@@ -1,4 +1,4 @@
-import type { Principal } from '../deps.ts';
+import type { Principal } from '../context.ts';
 
 /** What every page needs to render links and forms for this request. */
 export interface View {

@@ -4,7 +4,7 @@ import { describeZodError } from '../../lib/http/validate.ts';
 import { DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION } from '../../lib/talos/versions.ts';
 import { endpointSchema, kubernetesVersionSchema, talosVersionSchema } from '../../lib/talos/validate.ts';
 import { clusterTalosInput, toClusterSettings } from '../machine-config/settings.ts';
-import { CLOUD_PROVIDERS, RESERVED_SETTINGS } from '../provision/root-module.ts';
+import { CLOUD_PROVIDERS, RESERVED_SETTINGS } from '../provision/providers.ts';
 
 const TF_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
 const settingValue = z.union([z.string().max(4096), z.number(), z.boolean(), z.array(z.string().max(4096)).max(64)]);

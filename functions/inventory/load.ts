@@ -1,9 +1,9 @@
 import { and, eq } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { clusters, machines, tenants } from '../../db/schema/index.ts';
-import { canSeeTenant } from '../../lib/auth/middleware.ts';
+import { canSeeTenant } from '../auth.ts';
 import { notFound } from '../../lib/http/errors.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 
 export type ClusterRow = typeof clusters.$inferSelect;
 export type MachineRow = typeof machines.$inferSelect;

@@ -2,13 +2,13 @@ import { and, eq } from 'drizzle-orm';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { tenants, tokens } from '../../db/schema/index.ts';
-import { requireAdmin, requireScope } from '../../lib/auth/middleware.ts';
+import { requireAdmin, requireScope } from '../auth.ts';
 import { DEFAULT_TENANT_SCOPES, SCOPES, generateToken, hashToken } from '../../lib/auth/tokens.ts';
 import { ApiError, conflict, notFound } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 import { loadTenant } from './load.ts';
 import { dnsLabel } from './schemas.ts';
 

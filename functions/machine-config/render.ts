@@ -1,7 +1,7 @@
 import { renderMachineConfig, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
 import { PatchError } from '../../lib/talos/patch.ts';
 import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
-import { ApiError } from '../../lib/http/errors.ts';
+import { DomainError } from '../../lib/errors.ts';
 import type { ClusterRow, MachineRow } from '../inventory/load.ts';
 import { addressHost } from '../inventory/address.ts';
 import { readClusterSettings } from './settings.ts';
@@ -39,7 +39,7 @@ export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secre
     return renderMachineConfig(machineConfigInput(cluster, machine, secrets));
   } catch (err) {
     if (err instanceof TalosConfigError || err instanceof PatchError) {
-      throw new ApiError(400, 'invalid_config', `${field}: ${err.message}`);
+      throw new DomainError('invalid', 'invalid_config', `${field}: ${err.message}`);
     }
     throw err;
   }

@@ -1,10 +1,10 @@
 import { eq } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
 import { machines } from '../../db/schema/index.ts';
-import { requireScope } from '../../lib/auth/middleware.ts';
+import { requireScope } from '../auth.ts';
 import { renderKubeconfig, renderTalosconfig } from '../../lib/talos/clientconfig.ts';
 import { recordAudit } from '../audit/record.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 import { loadCluster, loadMachine, type ClusterRow } from '../inventory/load.ts';
 import { renderOrReject } from './render.ts';
 import { openClusterSecrets } from './secrets.ts';

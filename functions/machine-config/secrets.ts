@@ -1,7 +1,7 @@
 import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
 import { parseSecrets } from '../../lib/talos/secrets.ts';
-import { ApiError } from '../../lib/http/errors.ts';
-import type { Deps } from '../deps.ts';
+import { DomainError } from '../../lib/errors.ts';
+import type { Deps } from '../context.ts';
 import type { ClusterRow } from '../inventory/load.ts';
 
 const context = (clusterId: string) => `cluster:${clusterId}:secrets`;
@@ -11,6 +11,6 @@ export function sealClusterSecrets(deps: Pick<Deps, 'sealer'>, clusterId: string
 }
 
 export function openClusterSecrets(deps: Pick<Deps, 'sealer'>, cluster: Pick<ClusterRow, 'id' | 'secretsSealed'>): ClusterSecrets {
-  if (!cluster.secretsSealed) throw new ApiError(409, 'no_secrets', 'cluster has no secrets');
+  if (!cluster.secretsSealed) throw new DomainError('conflict', 'no_secrets', 'cluster has no secrets');
   return parseSecrets(JSON.parse(deps.sealer.openText(cluster.secretsSealed, context(cluster.id))));
 }

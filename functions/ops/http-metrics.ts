@@ -1,7 +1,3 @@
-import { routePath } from 'hono/route';
-import { createMiddleware } from 'hono/factory';
-import type { AppEnv } from '../deps.ts';
-
 export interface HttpMetrics {
   record(method: string, route: string, status: number): void;
   snapshot(): { method: string; route: string; status: number; count: number }[];
@@ -22,13 +18,6 @@ export function createHttpMetrics(): HttpMetrics {
     },
   };
 }
-
-/** Counts by matched route pattern (`/v1/clusters/:id`), never by raw path, to bound cardinality. */
-export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
-  await next();
-  const route = routePath(c, -1) || 'unmatched';
-  c.var.deps.metrics.record(c.req.method, c.res.status === 404 && route === '/*' ? 'unmatched' : route, c.res.status);
-});
 
 export function escapeLabel(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');

@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
-import { requireAdmin, requireAuth } from '../../lib/auth/middleware.ts';
-import { migrationStatus } from '../../db/client.ts';
+import { requireAdmin, requireAuth } from '../auth.ts';
+import { migrationStatus } from '../../db/status.ts';
 import { RUN_STATES } from '../../db/schema/index.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 import { escapeLabel } from './http-metrics.ts';
 
 /** Extra gauges other functions export on /metrics (collect adds node and cluster health). */
@@ -17,7 +17,7 @@ export function opsRoutes(extraMetrics: MetricsSource[] = []) {
     const { database } = c.var.deps;
     try {
       await database.client.execute('SELECT 1');
-      const m = await migrationStatus(database);
+      const m = await migrationStatus(database.client);
       if (m.applied < m.expected) {
         return c.json({ status: 'not ready', reason: `migrations pending: ${m.applied}/${m.expected} applied` }, 503);
       }

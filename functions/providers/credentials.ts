@@ -1,6 +1,6 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import { PROVIDER_CREDENTIAL_KINDS, providerCredentials, type CredentialProvider } from '../../db/schema/index.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 
 export { PROVIDER_CREDENTIAL_KINDS, type CredentialProvider };
 

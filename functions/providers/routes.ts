@@ -2,11 +2,11 @@ import { and, eq } from 'drizzle-orm';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { providerCredentials } from '../../db/schema/index.ts';
-import { requireScope } from '../../lib/auth/middleware.ts';
+import { requireScope } from '../auth.ts';
 import { notFound } from '../../lib/http/errors.ts';
 import { parseWith, readJson } from '../../lib/http/validate.ts';
 import { recordAudit } from '../audit/record.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 import { loadTenant } from '../inventory/load.ts';
 import { PROVIDER_CREDENTIAL_KINDS, storeProviderEnv } from './credentials.ts';
 

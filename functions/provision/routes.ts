@@ -2,11 +2,11 @@ import { and, eq, isNull } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { provisionPlans, webhookDeliveries } from '../../db/schema/index.ts';
-import { canSeeTenant, requireScope } from '../../lib/auth/middleware.ts';
+import { canSeeTenant, requireScope } from '../auth.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../../lib/auth/webhook.ts';
 import { ApiError, conflict, notFound } from '../../lib/http/errors.ts';
 import { parseWith, readJson } from '../../lib/http/validate.ts';
-import type { AppEnv, Deps } from '../deps.ts';
+import type { AppEnv, Deps } from '../context.ts';
 import { loadCluster, type ClusterRow } from '../inventory/load.ts';
 import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { publicRun } from '../runs/routes.ts';
@@ -14,7 +14,7 @@ import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { currentVersion } from '../state/store.ts';
 import { MAX_DELIVERY_ID_CHARS, recordDelivery, setDeliveryRun } from '../webhooks/deliveries.ts';
 import { loadWebhookSecret } from '../webhooks/secret.ts';
-import { PROVISION_KIND, type ProvisionParams } from './executor.ts';
+import { PROVISION_KIND, provisionJob, type ProvisionParams } from './job.ts';
 
 const provisionBody = z.strictObject({
   mode: z.enum(['plan', 'apply']),
@@ -30,7 +30,7 @@ const hookBody = z.strictObject({
 const DELIVERY_HEADERS = ['x-rezus-delivery', 'x-github-delivery'];
 
 const enqueueProvision = (deps: Deps, cluster: ClusterRow, params: ProvisionParams, createdBy: string) =>
-  enqueueClusterRun(deps, cluster, PROVISION_KIND, params, createdBy);
+  enqueueClusterRun(deps, cluster, provisionJob, params, createdBy);
 
 export function provisionRoutes() {
   const app = new Hono<AppEnv>();
@@ -50,8 +50,8 @@ export function approveRoutes() {
     const { jobs, db } = c.var.deps;
     const planRun = await jobs.get(c.req.param('id'));
     if (!planRun || planRun.tenantId === null || !canSeeTenant(c.var.principal, planRun.tenantId)) throw notFound('run');
-    const params = planRun.params as unknown as ProvisionParams;
-    if (planRun.kind !== PROVISION_KIND || params.mode !== 'plan') throw conflict('only a provision plan run can be approved');
+    const parsed = planRun.kind === PROVISION_KIND ? provisionJob.params.safeParse(planRun.params) : undefined;
+    if (!parsed?.success || parsed.data.mode !== 'plan') throw conflict('only a provision plan run can be approved');
     if (planRun.state !== 'succeeded') throw conflict(`the plan run is ${planRun.state}, not succeeded`);
     const plan = await db.select().from(provisionPlans).where(eq(provisionPlans.runId, planRun.id)).get();
     if (!plan) throw conflict('the run saved no plan');

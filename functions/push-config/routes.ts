@@ -2,19 +2,18 @@ import { and, eq } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { machines } from '../../db/schema/index.ts';
-import { requireScope } from '../../lib/auth/middleware.ts';
+import { requireScope } from '../auth.ts';
 import { ApiError, notFound } from '../../lib/http/errors.ts';
 import { parseWith, readJson } from '../../lib/http/validate.ts';
-import { InvalidFingerprintError, parseFingerprint } from '../../lib/talos/api/index.ts';
-import type { AppEnv } from '../deps.ts';
+import { InvalidFingerprintError, parseFingerprint } from '../../lib/talos/api/fingerprint.ts';
+import type { AppEnv } from '../context.ts';
 import { loadCluster, loadMachine, type MachineRow } from '../inventory/load.ts';
 import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
 import { renderOrReject } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
-import { BOOTSTRAP_KIND, type BootstrapParams } from './bootstrap.ts';
-import { PUSH_CONFIG_KIND, type PushConfigParams } from './executor.ts';
+import { bootstrapJob, pushConfigJob, type BootstrapParams, type PushConfigParams } from './job.ts';
 import { mayBeInMaintenance, readyForBootstrap } from './machine-state.ts';
 
 const pushBody = z.strictObject({
@@ -81,7 +80,7 @@ export function pushConfigRoutes() {
       mode,
       dryRun: body.dryRun === true,
     };
-    const run = await enqueueClusterRun(c.var.deps, cluster, PUSH_CONFIG_KIND, params, c.var.principal.tokenId);
+    const run = await enqueueClusterRun(c.var.deps, cluster, pushConfigJob, params, c.var.principal.tokenId);
     return accepted(c, run);
   });
 
@@ -114,7 +113,7 @@ export function pushConfigRoutes() {
     }
     requireAddress(target);
     const params: BootstrapParams = { machine: target.id };
-    const run = await enqueueClusterRun(c.var.deps, cluster, BOOTSTRAP_KIND, params, c.var.principal.tokenId);
+    const run = await enqueueClusterRun(c.var.deps, cluster, bootstrapJob, params, c.var.principal.tokenId);
     return accepted(c, run);
   });
 

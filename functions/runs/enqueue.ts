@@ -1,25 +1,20 @@
 import type { Context } from 'hono';
+import type { z } from 'zod';
+import type { JobSpec } from '../../lib/jobs/spec.ts';
 import type { Run } from '../../lib/jobs/types.ts';
-import type { AppEnv, Deps } from '../deps.ts';
+import type { AppEnv, Deps } from '../context.ts';
 import type { ClusterRow } from '../inventory/load.ts';
 import { publicRun } from './routes.ts';
 
 /** Queues a run that changes its cluster: the queue admits one such run per cluster at a time. */
-export function enqueueClusterRun(
+export function enqueueClusterRun<S extends z.ZodType<Record<string, unknown>>>(
   deps: Pick<Deps, 'jobs'>,
   cluster: Pick<ClusterRow, 'id' | 'tenantId'>,
-  kind: string,
-  params: object,
+  job: JobSpec<string, S>,
+  params: z.input<S>,
   createdBy: string,
 ): Promise<Run> {
-  return deps.jobs.enqueue({
-    kind,
-    tenantId: cluster.tenantId,
-    clusterId: cluster.id,
-    exclusive: true,
-    params: params as Record<string, unknown>,
-    createdBy,
-  });
+  return job.enqueue(deps.jobs, params, { tenantId: cluster.tenantId, clusterId: cluster.id, exclusive: true, createdBy });
 }
 
 /** `202 {run}`: the answer of every handler that queues work. */

@@ -1,11 +1,11 @@
 import { Hono, type Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
-import { canSeeTenant, requireScope } from '../../lib/auth/middleware.ts';
+import { canSeeTenant, requireScope } from '../auth.ts';
 import { notFound } from '../../lib/http/errors.ts';
 import { readQuery } from '../../lib/http/validate.ts';
 import { isTerminal, type Run } from '../../lib/jobs/types.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { idParam } from '../inventory/schemas.ts';
 

@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
-import { requireAdmin, requireScope } from '../../lib/auth/middleware.ts';
+import { requireAdmin, requireScope } from '../auth.ts';
 import { notFound } from '../../lib/http/errors.ts';
 import { recordAudit } from '../audit/record.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { forceReleaseLock } from './locks.ts';
 import { listVersions, lockHolder } from './store.ts';

@@ -2,7 +2,7 @@ import { eq, lte } from 'drizzle-orm';
 import { randomBytes } from 'node:crypto';
 import { clusters, stateCredentials, stateLocks } from '../../db/schema/index.ts';
 import { hashToken, tokensEqual } from '../../lib/auth/tokens.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 
 type CredDeps = Pick<Deps, 'db' | 'clock'>;
 

@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import { stateLocks } from '../../db/schema/index.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 import { lockHolder } from './store.ts';
 
 type LockDeps = Pick<Deps, 'db' | 'clock'>;

@@ -1,7 +1,8 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { createHash } from 'node:crypto';
 import { stateLocks, stateVersions } from '../../db/schema/index.ts';
-import type { Deps } from '../deps.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Deps } from '../context.ts';
 
 type StoreDeps = Pick<Deps, 'db' | 'clock' | 'sealer'>;
 export type StateVersionRow = typeof stateVersions.$inferSelect;
@@ -103,8 +104,6 @@ async function refusalFor(deps: Pick<Deps, 'db'>, clusterId: string, lockId: str
   return null;
 }
 
-const isUniqueViolation = (err: unknown) =>
-  /UNIQUE constraint failed|SQLITE_CONSTRAINT/.test(String((err as { message?: string })?.message ?? err) + String((err as { cause?: unknown })?.cause ?? ''));
 
 /**
  * Stores a new state version. Returns the stored (or, for a byte-identical rewrite, the existing)

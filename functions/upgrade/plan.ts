@@ -3,20 +3,6 @@ import { installerImage } from '../../lib/talos/installer.ts';
 import { compareVersions, parseVersion } from '../../lib/talos/versions.ts';
 import type { ClusterTalosSettings } from '../machine-config/settings.ts';
 
-export interface UpgradeParams {
-  /** Normalized, e.g. `v1.13.9`. */
-  talosVersion: string;
-  /** Installer image reference; when absent, the cluster's schematic (or installer image) at talosVersion. */
-  image: string;
-  batchSize: number;
-  /** Legacy API only: install now, activate on the next reboot (RezusCloud then reboots the node). */
-  stage: boolean;
-  /** Upgrade even when the cluster fails the pre-upgrade health check; passed to the legacy API too. */
-  force: boolean;
-  /** Legacy API only: keep the node's ephemeral data. */
-  preserve: boolean;
-}
-
 /** Everything before the tag (and digest) of an image reference: `registry/name[:tag][@sha256:…]` → `registry/name`. */
 function repositoryOf(image: string): string {
   const noDigest = image.split('@')[0]!;

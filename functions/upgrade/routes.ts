@@ -2,17 +2,17 @@ import { eq } from 'drizzle-orm';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { machines } from '../../db/schema/index.ts';
-import { requireScope } from '../../lib/auth/middleware.ts';
+import { requireScope } from '../auth.ts';
 import { ApiError, badRequest, conflict } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import { talosVersionSchema } from '../../lib/talos/validate.ts';
-import type { AppEnv } from '../deps.ts';
+import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
 import { clusterTalosInput, readClusterSettings } from '../machine-config/settings.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
-import { UPGRADE_KIND } from './executor.ts';
-import { defaultUpgradeImage, isMinorDowngrade, type UpgradeParams } from './plan.ts';
+import { upgradeJob, type UpgradeParams } from './job.ts';
+import { defaultUpgradeImage, isMinorDowngrade } from './plan.ts';
 
 const upgradeBody = z.strictObject({
   talosVersion: talosVersionSchema,
@@ -49,7 +49,7 @@ export function upgradeRoutes() {
       force: body.force ?? false,
       preserve: body.preserve ?? false,
     };
-    const run = await enqueueClusterRun(c.var.deps, cluster, UPGRADE_KIND, params, c.var.principal.tokenId);
+    const run = await enqueueClusterRun(c.var.deps, cluster, upgradeJob, params, c.var.principal.tokenId);
     return accepted(c, run);
   });
   return app;

@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import { webhookDeliveries } from '../../db/schema/index.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../context.ts';
 
 export interface Delivery {
   tenantId: string;

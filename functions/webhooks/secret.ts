@@ -1,10 +1,10 @@
 import { eq } from 'drizzle-orm';
 import { Hono } from 'hono';
 import { webhookSecrets } from '../../db/schema/index.ts';
-import { requireScope } from '../../lib/auth/middleware.ts';
+import { requireScope } from '../auth.ts';
 import { generateWebhookSecret } from '../../lib/auth/webhook.ts';
 import { recordAudit } from '../audit/record.ts';
-import type { AppEnv, Deps } from '../deps.ts';
+import type { AppEnv, Deps } from '../context.ts';
 import { loadTenant } from '../inventory/load.ts';
 
 export const webhookSecretContext = (tenantId: string) => `webhook:${tenantId}`;

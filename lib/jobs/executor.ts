@@ -13,6 +13,9 @@ export type Executor<D> = (ctx: RunContext<D>) => Promise<unknown>;
 
 export type ExecutorRegistry<D> = Record<string, Executor<D>>;
 
+/** An executor of one job spec: it gets the run's params already parsed by the spec's schema. */
+export type JobExecutor<D, P> = (ctx: RunContext<D>, params: P) => Promise<unknown>;
+
 /** An executor error whose message is meant for the run log as is. */
 export class RunError extends Error {
   constructor(

@@ -4,6 +4,7 @@ import { runEvents, runs } from '../../db/schema/index.ts';
 import { newId } from '../ids.ts';
 import type { Clock } from '../clock.ts';
 import type { RunBus } from './bus.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import type { EnqueueInput, Run, RunEvent, RunEventInput, RunState } from './types.ts';
 
 export class ActiveRunConflict extends Error {
@@ -16,10 +17,6 @@ export type Jobs = ReturnType<typeof createJobs>;
 
 const ACTIVE: RunState[] = ['queued', 'running'];
 
-function isUniqueViolation(err: unknown): boolean {
-  const text = String((err as { message?: string })?.message ?? err) + String((err as { cause?: unknown })?.cause ?? '');
-  return text.includes('UNIQUE constraint failed');
-}
 
 /**
  * The run queue. Every transition is a single conditional UPDATE, so the database decides who
@@ -61,7 +58,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
   }
 
   async function get(id: string): Promise<Run | undefined> {
-    return (await db.select().from(runs).where(eq(runs.id, id)).get()) as Run | undefined;
+    return (await db.select().from(runs).where(eq(runs.id, id)).get());
   }
 
   async function activeForLock(lockKey: string): Promise<Run | undefined> {
@@ -69,7 +66,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
       .select()
       .from(runs)
       .where(and(eq(runs.lockKey, lockKey), eq(runs.exclusive, true), inArray(runs.state, ACTIVE)))
-      .get()) as Run | undefined;
+      .get());
   }
 
   return {
@@ -98,7 +95,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         const [run] = await db.insert(runs).values(row).returning();
         await appendEvent(row.id, { type: 'queued', message: `${input.kind} run queued` });
         bus.wake();
-        return run as Run;
+        return run!;
       } catch (err) {
         if (lockKey && isUniqueViolation(err)) {
           const active = await activeForLock(lockKey);
@@ -131,7 +128,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         .returning();
       if (!run) return undefined;
       await appendEvent(run.id, { type: 'started', message: `${run.kind} run started`, data: { worker: opts.workerId } });
-      return run as Run;
+      return run;
     },
 
     /** Extends the lease; answers whether the worker still owns the run and whether cancel was asked. */
@@ -179,7 +176,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         .returning();
       if (queued) {
         await appendEvent(runId, { level: 'warn', type: 'canceled', message: 'run canceled before it started' });
-        return queued as Run;
+        return queued;
       }
       const [running] = await db
         .update(runs)
@@ -213,7 +210,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         .from(runEvents)
         .where(and(eq(runEvents.runId, runId), gt(runEvents.seq, afterSeq)))
         .orderBy(asc(runEvents.seq))
-        .limit(limit)) as RunEvent[];
+        .limit(limit));
     },
 
     async list(filter: { tenantId?: string; clusterId?: string; limit?: number }): Promise<Run[]> {
@@ -226,7 +223,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         .from(runs)
         .where(where)
         .orderBy(desc(runs.createdAt), desc(runs.id))
-        .limit(filter.limit ?? 100)) as Run[];
+        .limit(filter.limit ?? 100));
     },
 
     async countByState(): Promise<Record<string, number>> {

@@ -1,29 +1,11 @@
-import type { RunState } from '../../db/schema/index.ts';
+import type { RunState, runEvents, runs } from '../../db/schema/index.ts';
 
 export type { RunState };
 export const TERMINAL_STATES: readonly RunState[] = ['succeeded', 'failed', 'canceled', 'interrupted'];
 export const isTerminal = (s: RunState) => TERMINAL_STATES.includes(s);
 
-export interface Run {
-  id: string;
-  kind: string;
-  tenantId: string | null;
-  clusterId: string | null;
-  exclusive: boolean;
-  lockKey: string | null;
-  state: RunState;
-  params: Record<string, unknown>;
-  result: unknown;
-  error: string | null;
-  cancelRequested: boolean;
-  leaseOwner: string | null;
-  leaseExpiresAt: number | null;
-  attempt: number;
-  createdBy: string | null;
-  createdAt: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-}
+/** A run as stored: the type comes from the schema, so a new column reaches every reader. */
+export type Run = typeof runs.$inferSelect;
 
 export type EventLevel = 'info' | 'warn' | 'error';
 
@@ -34,12 +16,7 @@ export interface RunEventInput {
   data?: Record<string, unknown>;
 }
 
-export interface RunEvent extends Required<Omit<RunEventInput, 'data'>> {
-  runId: string;
-  seq: number;
-  at: number;
-  data: Record<string, unknown> | null;
-}
+export type RunEvent = typeof runEvents.$inferSelect;
 
 export interface EnqueueInput {
   kind: string;

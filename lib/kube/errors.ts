@@ -1,3 +1,4 @@
+import { errorMessage } from '../errors.ts';
 // Failures of the Kubernetes collection, reduced to the few kinds a caller acts on. Messages name
 // the endpoint (host and path) and the server's own status text; never headers, keys or tokens.
 
@@ -32,7 +33,7 @@ function causeCode(err: unknown): string | undefined {
 }
 
 function lowLevelText(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
+  const msg = errorMessage(err);
   // node-fetch prefixes "request to <url> failed, reason: "; the url is already in our message.
   return msg.replace(/^request to \S+ failed, reason: /, '').slice(0, 300);
 }

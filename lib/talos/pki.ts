@@ -3,7 +3,6 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import { createPrivateKey, generateKeyPair, randomBytes, webcrypto } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { promisify } from 'node:util';
 import { decodeSinglePem, encodePem } from './pem.ts';
 
 const crypto = webcrypto as unknown as Crypto;
@@ -186,10 +185,13 @@ export async function issueLeaf(options: IssueLeafOptions): Promise<CertAndKey> 
   return { certPem: cert.toString('pem') + '\n', keyPem: await exportTalosKeyPem(keys.privateKey) };
 }
 
-const generateKeyPairAsync = promisify(generateKeyPair);
+const generateRsaKeyPair = (modulusLength: number) =>
+  new Promise<{ privateKey: KeyObject }>((resolve, reject) =>
+    generateKeyPair('rsa', { modulusLength }, (err, _publicKey, privateKey) => (err ? reject(err) : resolve({ privateKey }))),
+  );
 
 /** The Kubernetes service-account signing key: RSA 4096, PKCS#1, as upstream for current contracts. */
 export async function createServiceAccountKey(): Promise<string> {
-  const { privateKey } = await generateKeyPairAsync('rsa', { modulusLength: 4096 });
+  const { privateKey } = await generateRsaKeyPair(4096);
   return toTalosKeyPem(privateKey);
 }

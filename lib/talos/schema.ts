@@ -1,13 +1,8 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import { parseAllDocuments } from 'yaml';
-import talosSchema from './schema/config.schema.json' with { type: 'json' };
-
-// ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
-type AddFormats = (ajv: Ajv2020) => Ajv2020;
-const addFormats: AddFormats =
-  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+// Precompiled from config.schema.json (scripts/gen-talos-validators.ts): no code is generated at
+// run time, which workerd refuses and which cost the runner a slow first validation.
+import { byDef, kindToDef } from './schema/validators.js';
 
 export interface SchemaIssue {
   /** dotted path inside the document, prefixed with the document when there is more than one (e.g. `HostnameConfig.auto`) */
@@ -17,38 +12,9 @@ export interface SchemaIssue {
 
 const V1ALPHA1_DEF = 'v1alpha1.Config';
 
-interface Compiled {
-  byDef: Map<string, ValidateFunction>;
-  kindToDef: Map<string, string>;
-  ajv: Ajv2020;
-}
-
-let compiled: Compiled | undefined;
-
-// Compiling the whole schema takes a while; do it once, on first use, not at import.
-function getCompiled(): Compiled {
-  if (compiled) return compiled;
-  const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, validateFormats: true });
-  ajv.addVocabulary(['markdownDescription', 'x-intellij-html-description']);
-  addFormats(ajv);
-  ajv.addSchema(talosSchema, 'talos');
-  const kindToDef = new Map<string, string>();
-  const defs = (talosSchema as { $defs: Record<string, { properties?: { kind?: { enum?: string[] } } }> }).$defs;
-  for (const [name, def] of Object.entries(defs)) {
-    for (const kind of def.properties?.kind?.enum ?? []) kindToDef.set(kind, name);
-  }
-  compiled = { byDef: new Map(), kindToDef, ajv };
-  return compiled;
-}
-
 function validatorFor(def: string): ValidateFunction {
-  const c = getCompiled();
-  let fn = c.byDef.get(def);
-  if (!fn) {
-    fn = c.ajv.getSchema(`talos#/$defs/${def}`);
-    if (!fn) throw new Error(`schema definition ${def} missing`);
-    c.byDef.set(def, fn);
-  }
+  const fn = byDef[def];
+  if (!fn) throw new Error(`schema definition ${def} missing`);
   return fn;
 }
 
@@ -108,7 +74,7 @@ export function validateDocument(doc: unknown): SchemaIssue[] {
   } else {
     if (typeof record.apiVersion !== 'string') return [{ path: 'apiVersion', message: 'is required' }];
     if (typeof record.kind !== 'string') return [{ path: 'kind', message: 'is required' }];
-    const found = getCompiled().kindToDef.get(record.kind);
+    const found = Object.hasOwn(kindToDef, record.kind) ? kindToDef[record.kind] : undefined;
     if (!found) return [{ path: 'kind', message: 'is not a known Talos document kind' }];
     def = found;
   }

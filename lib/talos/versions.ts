@@ -8,8 +8,9 @@ export interface ParsedVersion {
   prerelease: string[];
 }
 
-// Semantic version core with an optional pre-release (`-rc.1`, `-beta.0`); no build metadata.
-const SEMVER = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$/;
+// Semantic version core with an optional pre-release (`-rc.1`, `-beta.0`); build metadata
+// (`+k3s1`, as some Kubernetes builds report) is accepted and, as semver says, ignored.
+const SEMVER = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 
 export function parseVersion(input: string): ParsedVersion | undefined {
   const match = SEMVER.exec(input.trim());
@@ -62,6 +63,11 @@ export function compareVersions(a: string, b: string): number {
   if (!x || !y) throw new Error(`cannot compare invalid version ${x ? b : a}`);
   const core = x.major - y.major || x.minor - y.minor || x.patch - y.patch;
   return Math.sign(core || comparePrerelease(x.prerelease, y.prerelease));
+}
+
+/** As compareVersions, but undefined when either side is not a version (what a node reports is not checked). */
+export function compareReportedVersions(a: string, b: string): number | undefined {
+  return parseVersion(a) && parseVersion(b) ? compareVersions(a, b) : undefined;
 }
 
 /** `v1.13.9` → `v1.13`: the release line, for contract decisions. */

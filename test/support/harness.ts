@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 type Json = any;
 import { openDatabase, runMigrations } from '../../db/client.ts';
 import { createApp, type AppOptions } from '../../functions/app.ts';
-import { assembleDeps, type Deps } from '../../functions/deps.ts';
+import { nodeRemoteAddress } from '../../runner/remote-address.ts';
+import { assembleDeps, type Deps } from '../../functions/context.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { silentLogger } from '../../lib/log.ts';
 import { generateSecrets, type ClusterSecrets } from '../../lib/talos/secrets.ts';
@@ -63,7 +64,7 @@ export async function createHarness(
     newClusterSecrets: opts.freshSecrets ? generateSecrets : sharedSecrets,
   });
   opts.patchDeps?.(deps);
-  const app = createApp(deps, opts.app);
+  const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
   return {
     deps,
     app,

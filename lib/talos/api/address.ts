@@ -1,4 +1,8 @@
-import { isIP, isIPv4, isIPv6 } from 'node:net';
+// One address grammar for the whole project: lib/talos/net.ts, which also runs on Workers.
+import { parseIp } from '../net.ts';
+
+const isIPv4 = (host: string) => parseIp(host)?.family === 4;
+const isIPv6 = (host: string) => parseIp(host)?.family === 6;
 
 /** apid's port; the Go client appends it to endpoints that have none. */
 export const TALOS_API_PORT = 50000;
@@ -89,5 +93,5 @@ export function grpcTarget(address: string | NodeAddress): string {
 }
 
 export function isIpLiteral(host: string): boolean {
-  return isIP(host) !== 0;
+  return parseIp(host) !== undefined;
 }

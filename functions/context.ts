@@ -1,0 +1,67 @@
+// What every handler finds in its context: the host's parts (database, queue, clock, settings)
+// and the caller. The runner, the Worker and the tests assemble their own.
+import type { Database, Db } from '../db/client.ts';
+import type { Clock } from '../lib/clock.ts';
+import { createSealer, type Sealer } from '../lib/crypto/seal.ts';
+import { createRunBus, type RunBus } from '../lib/jobs/bus.ts';
+import { createJobs, type Jobs } from '../lib/jobs/queue.ts';
+import type { Logger } from '../lib/log.ts';
+import type { Scope } from '../lib/auth/tokens.ts';
+import { createHttpMetrics, type HttpMetrics } from './ops/http-metrics.ts';
+import type { ClusterSecrets } from '../lib/talos/secrets.ts';
+import type { Settings } from './settings.ts';
+
+export type { Settings, PushTimings, UpgradeTimings } from './settings.ts';
+
+export interface Deps {
+  database: Database;
+  db: Db;
+  jobs: Jobs;
+  bus: RunBus;
+  sealer: Sealer;
+  clock: Clock;
+  log: Logger;
+  settings: Settings;
+  metrics: HttpMetrics;
+  /** Mints a new cluster's secrets (CAs, keys, tokens); RSA-4096 makes this the slow part of creating a cluster. */
+  newClusterSecrets(): Promise<ClusterSecrets>;
+}
+
+export interface Principal {
+  tokenId: string;
+  /** null for the admin. */
+  tenantId: string | null;
+  scopes: Scope[];
+  admin: boolean;
+}
+
+export interface AppEnv {
+  Variables: {
+    deps: Deps;
+    principal: Principal;
+  };
+}
+
+/** Wires the parts every host shares (queue, bus, sealer, metrics) around a database and settings. */
+export function assembleDeps(parts: {
+  database: Database;
+  masterKey: Uint8Array;
+  clock: Clock;
+  log: Logger;
+  settings: Settings;
+  newClusterSecrets(): Promise<ClusterSecrets>;
+}): Deps {
+  const bus = createRunBus();
+  return {
+    database: parts.database,
+    db: parts.database.db,
+    jobs: createJobs({ db: parts.database.db, clock: parts.clock, bus }),
+    bus,
+    sealer: createSealer(parts.masterKey),
+    clock: parts.clock,
+    log: parts.log,
+    settings: parts.settings,
+    metrics: createHttpMetrics(),
+    newClusterSecrets: parts.newClusterSecrets,
+  };
+}

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { defineJob, type JobParams } from '../../lib/jobs/spec.ts';
+
+/** A rolling Talos upgrade, control planes first (runner/jobs/upgrade). */
+export const upgradeJob = defineJob(
+  'upgrade',
+  z.strictObject({
+    /** Normalized, e.g. `v1.13.9`. */
+    talosVersion: z.string(),
+    /** Installer image reference. */
+    image: z.string(),
+    batchSize: z.number().int().min(1),
+    /** Legacy API only: install now, activate on the next reboot (RezusCloud then reboots the node). */
+    stage: z.boolean(),
+    /** Upgrade even when the cluster fails the pre-upgrade health check. */
+    force: z.boolean(),
+    /** Legacy API only: keep the node's ephemeral data. */
+    preserve: z.boolean(),
+  }),
+);
+export const UPGRADE_KIND = upgradeJob.kind;
+export type UpgradeParams = JobParams<typeof upgradeJob>;

@@ -1,0 +1,194 @@
+// One collect pass: for every cluster in scope, read each configured node's Talos API and the
+// cluster's Kubernetes API (bounded concurrency shared by the whole pass), assess, store, and
+// finally apply retention. A cluster or node that fails is recorded as such; it never sinks the pass.
+import { and, eq, inArray } from 'drizzle-orm';
+import { clusters, machines } from '../../../db/schema/index.ts';
+import { collectKubernetes, KubeApiError, type KubeSnapshot } from '../../../lib/kube/index.ts';
+import type { RunEventInput } from '../../../lib/jobs/types.ts';
+import type { Deps } from '../../../functions/context.ts';
+import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
+import { talosAddressOf } from '../../../functions/machine-config/access.ts';
+import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
+import { assessCluster, isFailed } from './assess.ts';
+import { createLimiter } from './limit.ts';
+import { applyRetention, type RetentionResult } from './retention.ts';
+import { previousCpuOf, storeClusterOutcome, type ClusterOutcome, type MachineOutcome, type SkippedMachine } from './store.ts';
+import { callError, readNode, type NodeRead } from './talos-read.ts';
+import { errorMessage } from '../../../lib/errors.ts';
+import type { CallError, Failed, HealthState, MachineInput, TalosCpuStat } from '../../../functions/collect/types.ts';
+
+export interface PassScope {
+  /** Only this cluster. */
+  clusterId?: string;
+  /** Only this tenant's clusters. */
+  tenantId?: string;
+}
+
+export interface PassOptions extends PassScope {
+  signal?: AbortSignal;
+  emit?: (e: RunEventInput) => Promise<void>;
+}
+
+export interface PassSummary {
+  clusters: number;
+  machines: number;
+  reached: number;
+  states: Record<HealthState, number>;
+  durationMs: number;
+  retention: RetentionResult;
+}
+
+/** Machines a pass reads: config delivered (or created with it by tofu) and somewhere to dial. */
+export function skipReason(m: Pick<MachineRow, 'state' | 'address' | 'ipv4' | 'ipv6'>): string | null {
+  if (m.state === 'new') return 'not configured yet';
+  if (!talosAddressOf(m)) return 'no address to reach the Talos API';
+  return null;
+}
+
+const kubeFailure = (err: unknown): Failed => ({
+  error: err instanceof KubeApiError ? { code: err.code, message: err.message } : { code: 'internal', message: errorMessage(err) },
+});
+
+interface Target {
+  machine: MachineRow;
+  read: NodeRead;
+}
+
+async function readTarget(access: ClusterAccess, m: MachineRow, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
+  let client;
+  try {
+    client = await access.talosClient(talosAddressOf(m)!);
+    return await readNode(client, m.role, opts);
+  } catch (err) {
+    return { talos: { error: callError(err) }, hostname: null, partialError: null };
+  } finally {
+    client?.close();
+  }
+}
+
+async function collectCluster(
+  deps: Deps,
+  cluster: ClusterRow,
+  rows: MachineRow[],
+  limit: ReturnType<typeof createLimiter>,
+  at: number,
+  signal: AbortSignal | undefined,
+): Promise<ClusterOutcome> {
+  const deadlineMs = deps.settings.collectDeadlineMs;
+  const skipped: SkippedMachine[] = [];
+  const targets: MachineRow[] = [];
+  for (const m of rows) {
+    const why = skipReason(m);
+    if (why) skipped.push({ id: m.id, reason: why });
+    else targets.push(m);
+  }
+  const base = { clusterId: cluster.id, at, skipped };
+  if (targets.length === 0) {
+    return { ...base, rollup: { state: 'unknown', reasons: ['no configured machines to collect yet'], kubernetesVersion: null, talosVersions: [], etcd: null }, kubeError: null, machines: [] };
+  }
+
+  let access: ClusterAccess;
+  try {
+    access = await clusterAccess(deps, cluster);
+  } catch (err) {
+    // No secrets, so no credentials: nothing can be read, and nothing is known.
+    const error: CallError = { code: 'unauthenticated', message: `no cluster credentials: ${errorMessage(err)}` };
+    return finish(cluster, base, targets.map((machine) => ({ machine, read: { talos: { error }, hostname: null, partialError: null } })), { error }, new Map());
+  }
+  const opts = { deadlineMs, ...(signal ? { signal } : {}) };
+  const previous = previousCpuOf(deps, targets.map((m) => m.id));
+  const kube = limit(async (): Promise<KubeSnapshot | Failed> => {
+    try {
+      return await collectKubernetes(await access.kubeconfig(), { deadlineMs, ...(signal ? { signal } : {}) });
+    } catch (err) {
+      return kubeFailure(err);
+    }
+  });
+  const reads = targets.map((machine) => limit(async (): Promise<Target> => ({ machine, read: await readTarget(access, machine, opts) })));
+  return finish(cluster, base, await Promise.all(reads), await kube, await previous);
+}
+
+function finish(
+  cluster: ClusterRow,
+  base: Pick<ClusterOutcome, 'clusterId' | 'at' | 'skipped'>,
+  targets: Target[],
+  kube: KubeSnapshot | Failed,
+  previous: Map<string, TalosCpuStat>,
+): ClusterOutcome {
+  const inputs: MachineInput[] = targets.map(({ machine, read }) => {
+    const prev = previous.get(machine.id);
+    return { id: machine.id, name: read.hostname ?? machine.name, role: machine.role, talos: read.talos, ...(prev ? { previousCpu: prev } : {}) };
+  });
+  const assessment = assessCluster({
+    machines: inputs,
+    kube,
+    expected: { talosVersion: cluster.talosVersion, kubernetesVersion: cluster.kubernetesVersion },
+    now: base.at,
+  });
+  const outcomes: MachineOutcome[] = assessment.machines.map((a, i) => {
+    const { read } = targets[i]!;
+    const failed = isFailed(read.talos);
+    return {
+      assessment: a,
+      reached: !failed,
+      error: failed ? (read.talos as Failed).error.message : read.partialError,
+      previousCpu: failed ? null : ((read.talos as Exclude<NodeRead['talos'], Failed>).systemStat?.cpuTotal ?? null),
+    };
+  });
+  return {
+    ...base,
+    rollup: { state: assessment.state, reasons: assessment.reasons, kubernetesVersion: assessment.kubernetesVersion, talosVersions: assessment.talosVersions, etcd: assessment.etcd },
+    kubeError: isFailed(kube) ? kube.error.message : null,
+    machines: outcomes,
+  };
+}
+
+async function clustersInScope(deps: Deps, scope: PassScope): Promise<ClusterRow[]> {
+  return deps.db
+    .select()
+    .from(clusters)
+    .where(and(scope.clusterId ? eq(clusters.id, scope.clusterId) : undefined, scope.tenantId ? eq(clusters.tenantId, scope.tenantId) : undefined))
+    .orderBy(clusters.id);
+}
+
+export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promise<PassSummary> {
+  const started = performance.now();
+  const at = deps.clock.now();
+  const emit = opts.emit ?? (async () => {});
+  const list = await clustersInScope(deps, opts);
+  const rows = list.length ? await deps.db.select().from(machines).where(inArray(machines.clusterId, list.map((c) => c.id))) : [];
+  const byCluster = new Map<string, MachineRow[]>();
+  for (const m of rows) byCluster.set(m.clusterId, [...(byCluster.get(m.clusterId) ?? []), m]);
+
+  const limit = createLimiter(deps.settings.collectConcurrency);
+  const states: Record<HealthState, number> = { healthy: 0, degraded: 0, unreachable: 0, unknown: 0 };
+  let reached = 0;
+  let machineCount = 0;
+  await Promise.all(
+    list.map(async (cluster) => {
+      const outcome = await collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limit, at, opts.signal);
+      try {
+        await storeClusterOutcome(deps, outcome);
+      } catch (err) {
+        // Typically the cluster's machines changed under the pass (one was deleted): the next pass catches up.
+        deps.log.warn('collect: storing cluster results failed', { cluster: cluster.id, error: errorMessage(err) });
+        await emit({ level: 'warn', type: 'collect.store_failed', message: `cluster ${cluster.name}: results not stored`, data: { cluster: cluster.id } });
+        return;
+      }
+      for (const m of outcome.machines) {
+        states[m.assessment.state]++;
+        if (m.reached) reached++;
+      }
+      machineCount += outcome.machines.length;
+      await emit({
+        level: outcome.rollup.state === 'healthy' || outcome.rollup.state === 'unknown' ? 'info' : 'warn',
+        type: 'collect.cluster',
+        message: `cluster ${cluster.name}: ${outcome.rollup.state}${outcome.rollup.reasons.length ? ` (${outcome.rollup.reasons.length} reason${outcome.rollup.reasons.length === 1 ? '' : 's'})` : ''}`,
+        data: { cluster: cluster.id, state: outcome.rollup.state, machines: outcome.machines.length },
+      });
+    }),
+  );
+  opts.signal?.throwIfAborted();
+  const retention = await applyRetention(deps, at);
+  return { clusters: list.length, machines: machineCount, reached, states, durationMs: Math.round(performance.now() - started), retention };
+}

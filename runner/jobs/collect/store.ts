@@ -1,0 +1,147 @@
+// Writes one cluster's pass results: samples, each machine's latest state, the cluster rollup and
+// the Talos version the node reported. One batch, so a reader never sees half a pass.
+import { eq, inArray, sql } from 'drizzle-orm';
+import { clusterHealth, healthSamples, machineHealth, machines } from '../../../db/schema/index.ts';
+import type { Deps } from '../../../functions/context.ts';
+import type { ClusterAssessment, HealthState, MachineAssessment, TalosCpuStat } from '../../../functions/collect/types.ts';
+
+export interface MachineOutcome {
+  assessment: MachineAssessment;
+  /** Talos answered this pass. */
+  reached: boolean;
+  error: string | null;
+  previousCpu: TalosCpuStat | null;
+}
+
+/** A machine the pass did not read (not configured yet, no address): its state says why. */
+export interface SkippedMachine {
+  id: string;
+  reason: string;
+}
+
+export interface ClusterOutcome {
+  clusterId: string;
+  at: number;
+  rollup: Pick<ClusterAssessment, 'state' | 'reasons' | 'kubernetesVersion' | 'talosVersions' | 'etcd'>;
+  kubeError: string | null;
+  machines: MachineOutcome[];
+  skipped: SkippedMachine[];
+}
+
+const SAMPLE_ROWS_PER_INSERT = 500;
+
+const excluded = (column: string) => sql.raw(`excluded.${column}`);
+
+export async function storeClusterOutcome(deps: Pick<Deps, 'db'>, o: ClusterOutcome): Promise<void> {
+  const { db } = deps;
+  const samples = o.machines.flatMap((m) => m.assessment.samples.map((s) => ({ machineId: m.assessment.id, metric: s.metric, ts: o.at, value: s.value })));
+  const sampleInserts = [];
+  for (let i = 0; i < samples.length; i += SAMPLE_ROWS_PER_INSERT) {
+    sampleInserts.push(
+      db
+        .insert(healthSamples)
+        .values(samples.slice(i, i + SAMPLE_ROWS_PER_INSERT))
+        .onConflictDoUpdate({ target: [healthSamples.machineId, healthSamples.metric, healthSamples.ts], set: { value: excluded('value') } }),
+    );
+  }
+
+  const healthRows = [
+    ...o.machines.map((m) => ({
+      machineId: m.assessment.id,
+      clusterId: o.clusterId,
+      state: m.assessment.state,
+      reasons: m.assessment.reasons,
+      checkedAt: o.at,
+      lastSeenAt: m.reached ? o.at : null,
+      talosVersion: m.assessment.talosVersion,
+      kubernetesVersion: m.assessment.kubernetesVersion,
+      lastError: m.error,
+      latest: Object.fromEntries(m.assessment.samples.map((s) => [s.metric, s.value])),
+      previousCpu: m.previousCpu as Record<string, number> | null,
+    })),
+    ...o.skipped.map((s) => ({
+      machineId: s.id,
+      clusterId: o.clusterId,
+      state: 'unknown' as HealthState,
+      reasons: [s.reason],
+      checkedAt: o.at,
+      lastSeenAt: null,
+      talosVersion: null,
+      kubernetesVersion: null,
+      lastError: null,
+      latest: {},
+      previousCpu: null,
+    })),
+  ];
+  const healthUpsert = healthRows.length
+    ? [
+        db
+          .insert(machineHealth)
+          .values(healthRows)
+          .onConflictDoUpdate({
+            target: machineHealth.machineId,
+            set: {
+              state: excluded('state'),
+              reasons: excluded('reasons'),
+              checkedAt: excluded('checked_at'),
+              // An unreachable node keeps the time it was last seen, its versions and its CPU baseline.
+              lastSeenAt: sql`coalesce(excluded.last_seen_at, ${machineHealth.lastSeenAt})`,
+              talosVersion: sql`coalesce(excluded.talos_version, ${machineHealth.talosVersion})`,
+              kubernetesVersion: sql`coalesce(excluded.kubernetes_version, ${machineHealth.kubernetesVersion})`,
+              lastError: excluded('last_error'),
+              latest: excluded('latest'),
+              previousCpu: sql`coalesce(excluded.previous_cpu, ${machineHealth.previousCpu})`,
+            },
+          }),
+      ]
+    : [];
+
+  const rollup = {
+    clusterId: o.clusterId,
+    state: o.rollup.state,
+    reasons: o.rollup.reasons,
+    checkedAt: o.at,
+    kubernetesVersion: o.rollup.kubernetesVersion,
+    talosVersions: o.rollup.talosVersions,
+    etcd: o.rollup.etcd,
+    kubeError: o.kubeError,
+  };
+  const versionUpdates = o.machines
+    .filter((m) => m.assessment.talosVersion)
+    .map((m) =>
+      db
+        .update(machines)
+        .set({ talosVersion: m.assessment.talosVersion })
+        .where(sql`${machines.id} = ${m.assessment.id} AND ${machines.talosVersion} IS NOT ${m.assessment.talosVersion}`),
+    );
+
+  await db.batch([
+    db.insert(clusterHealth).values(rollup).onConflictDoUpdate({
+      target: clusterHealth.clusterId,
+      set: {
+        state: rollup.state,
+        reasons: rollup.reasons,
+        checkedAt: rollup.checkedAt,
+        kubernetesVersion: rollup.kubernetesVersion,
+        talosVersions: rollup.talosVersions,
+        etcd: rollup.etcd,
+        kubeError: rollup.kubeError,
+      },
+    }),
+    ...healthUpsert,
+    ...sampleInserts,
+    ...versionUpdates,
+  ]);
+}
+
+export async function previousCpuOf(deps: Pick<Deps, 'db'>, machineIds: string[]): Promise<Map<string, TalosCpuStat>> {
+  if (machineIds.length === 0) return new Map();
+  const rows = await deps.db
+    .select({ id: machineHealth.machineId, cpu: machineHealth.previousCpu })
+    .from(machineHealth)
+    .where(inArray(machineHealth.machineId, machineIds));
+  return new Map(rows.filter((r) => r.cpu).map((r) => [r.id, r.cpu as unknown as TalosCpuStat]));
+}
+
+export const clusterHealthRow = (deps: Pick<Deps, 'db'>, clusterId: string) =>
+  deps.db.select().from(clusterHealth).where(eq(clusterHealth.clusterId, clusterId)).get();

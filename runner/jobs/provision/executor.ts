@@ -1,0 +1,138 @@
+import { and, eq, ne } from 'drizzle-orm';
+import { join } from 'node:path';
+import { clusters, machines } from '../../../db/schema/index.ts';
+import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import type { ProvisionParams } from '../../../functions/provision/job.ts';
+import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspace, type RunEvent, type TofuOutput } from '../../../lib/tofu/index.ts';
+import type { Deps } from '../../../functions/context.ts';
+import { openClusterSecrets } from '../../../functions/machine-config/secrets.ts';
+import { renderOrReject } from '../../../functions/machine-config/render.ts';
+import { loadProviderEnv, type CredentialProvider } from '../../../functions/providers/credentials.ts';
+import { currentVersion } from '../../../functions/state/store.ts';
+import { mintStateCredential, revokeStateCredential } from '../../../functions/state/credentials.ts';
+import { findPlan, restorePlan, savePlan } from './plans.ts';
+import { CLOUD_PROVIDERS, writeRootModule, type CloudProvider, type ProviderSettings } from './root-module.ts';
+
+
+const STATE_CREDENTIAL_TTL_MS = 6 * 60 * 60 * 1000;
+
+/**
+ * plan → (saved, sealed, waits for approval) or plan → apply in one run; an approval run applies
+ * exactly the saved plan. The state lives in RezusCloud's own http backend under a credential
+ * minted for this run alone.
+ */
+export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ run, deps, emit, signal }, params) => {
+  const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
+  if (!cluster) throw new RunError('cluster no longer exists');
+  const cloudMachines = await deps.db
+    .select()
+    .from(machines)
+    .where(and(eq(machines.clusterId, cluster.id), ne(machines.provider, 'metal')))
+    .orderBy(machines.name);
+  const providers = [...new Set(cloudMachines.map((m) => m.provider as CloudProvider))].filter((p) => CLOUD_PROVIDERS.includes(p)).sort();
+  if (providers.length === 0) throw new RunError('the cluster has no cloud machines to provision (metal machines get their config by push-config)');
+
+  // Each machine's Talos config becomes its user_data; rendering is deterministic, so an
+  // unchanged machine plans as no change.
+  const secrets = openClusterSecrets(deps, cluster);
+  const vars: Record<string, unknown> = { cluster_name: cluster.name };
+  for (const p of providers) {
+    vars[`machines_${p}`] = Object.fromEntries(
+      cloudMachines
+        .filter((m) => m.provider === p)
+        .map((m) => [m.name, { role: m.role, user_data: renderOrReject(cluster, m, secrets) }]),
+    );
+  }
+
+  const { bin: tofuBin, pathEnv, selfUrl } = deps.settings.tofu;
+  const binary = await resolveTofuBinary({ env: { PATH: pathEnv, ...(tofuBin ? { REZUS_TOFU_BIN: tofuBin } : {}) } });
+  const credentialProviders = providers.filter((p): p is CredentialProvider => p !== 'local');
+  const providerEnv = await loadProviderEnv(deps, cluster.tenantId, credentialProviders).catch((err: Error) => {
+    throw new RunError(err.message);
+  });
+  const cred = await mintStateCredential(deps, { runId: run.id, tenantId: cluster.tenantId, clusterId: cluster.id, ttlMs: STATE_CREDENTIAL_TTL_MS });
+  const rootDir = join(deps.settings.dataDir, 'roots', cluster.tenantId, cluster.id);
+  await writeRootModule(rootDir, providers, ((cluster.settings as { providerSettings?: ProviderSettings }).providerSettings ?? {}));
+  const ws = new TofuWorkspace({
+    binary: binary.path,
+    dataDir: deps.settings.dataDir,
+    tenantId: cluster.tenantId,
+    clusterId: cluster.id,
+    moduleDir: rootDir,
+    backend: { kind: 'http', address: `${selfUrl}/v1/state/${cluster.tenantId}/${cluster.id}`, username: cred.username, password: cred.password },
+    pathEnv,
+    env: providerEnv,
+    graceMs: deps.settings.tofu.cancelGraceMs,
+    // A lock held elsewhere (a run on another runner, a force-unlock pending) is waited for briefly.
+    lockTimeout: deps.settings.tofu.lockTimeout,
+  });
+
+  // Events are written in order but without blocking tofu's stdout.
+  let pending = Promise.resolve();
+  const onEvent = (e: RunEvent) => {
+    pending = pending.then(() => emit(e)).catch(() => undefined);
+  };
+  const hooks = { signal, onEvent };
+  const files = await ws.createRunFiles(vars);
+  try {
+    await emit({ type: 'provision.init', message: `tofu init (${binary.flavor} ${binary.version})`, data: { providers } });
+    await ws.init(hooks);
+
+    if (params.planRun) return await applySaved(params.planRun);
+
+    if (params.mode === 'apply') {
+      const applied = await ws.applyVars({ ...hooks, varFile: files.varFile, destroy: params.destroy });
+      await pending;
+      const s = applied.summary;
+      const changed = s.add + s.change + s.destroy > 0;
+      if (!changed) await emit({ type: 'provision.nochange', message: 'infrastructure is up to date' });
+      return { mode: 'apply', destroy: params.destroy, summary: s, resources: applied.resources, applied: changed, machines: await recordAddresses(applied.outputs) };
+    }
+
+    const before = await currentVersion(deps, cluster.id);
+    const plan = await ws.plan({ ...hooks, varFile: files.varFile, destroy: params.destroy, outFile: files.planFile });
+    await pending;
+    const summary = plan.summary;
+    await emit({ type: 'provision.planned', message: `plan: ${summary.add} to add, ${summary.change} to change, ${summary.destroy} to destroy`, data: { ...summary, resources: plan.resources } });
+    await savePlan(deps, { runId: run.id, clusterId: cluster.id, planFile: files.planFile, stateVersion: before?.version ?? null, destroy: params.destroy, summary, resources: plan.resources });
+    await emit({ type: 'provision.awaiting_approval', message: plan.hasChanges ? `approve with POST /v1/runs/${run.id}/approve` : 'no changes' });
+    return { mode: 'plan', destroy: params.destroy, summary, resources: plan.resources, hasChanges: plan.hasChanges };
+  } catch (err) {
+    await pending;
+    if (err instanceof TofuCommandError) {
+      const why = err.diagnostics.length ? `: ${err.diagnostics.join('; ')}` : '';
+      throw new RunError(`${err.message}${why}`);
+    }
+    throw err;
+  } finally {
+    await files.dispose();
+    await revokeStateCredential(deps, run.id);
+  }
+
+  async function applySaved(planRunId: string) {
+    const saved = await findPlan(deps, planRunId);
+    if (!saved) throw new RunError(`plan ${planRunId} not found`);
+    // The approval handler marked the plan as taken by this run; anything else is a bug.
+    if (saved.appliedBy !== run.id) throw new RunError(`plan ${planRunId} belongs to run ${saved.appliedBy ?? 'none'}`);
+    await restorePlan(deps, saved, files.planFile);
+    await emit({ type: 'provision.apply_saved', message: `applying the plan of run ${planRunId}`, data: { ...saved.summary } });
+    const applied = await ws.apply(files.planFile, hooks);
+    await pending;
+    return { mode: 'apply', destroy: saved.destroy, planRun: planRunId, summary: applied.summary, applied: true, machines: await recordAddresses(applied.outputs) };
+  }
+
+  /** Outputs give each machine its addresses; a destroyed machine loses them. */
+  async function recordAddresses(streamed: Record<string, TofuOutput>) {
+    const addrs = machineAddressesFrom(streamed.machines ? streamed : await ws.outputs({ signal }));
+    const now = deps.clock.now();
+    for (const m of cloudMachines) {
+      const a = addrs[m.name];
+      await deps.db
+        .update(machines)
+        .set({ ipv4: a?.ipv4 ?? null, ipv6: a?.ipv6 ?? null, state: a ? 'provisioned' : 'new', updatedAt: now })
+        .where(eq(machines.id, m.id));
+    }
+    await emit({ type: 'provision.addresses', message: `${Object.keys(addrs).length} machine(s) with addresses`, data: { machines: addrs } });
+    return addrs;
+  }
+};

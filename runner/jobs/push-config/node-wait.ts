@@ -1,0 +1,73 @@
+import { RunError } from '../../../lib/jobs/executor.ts';
+import { isTalosApiError, type VersionResult } from '../../../lib/talos/api/index.ts';
+import type { PushTimings } from '../../../functions/context.ts';
+import type { ClusterAccess } from '../cluster-access.ts';
+import { pause } from './timings.ts';
+
+const describe = (err: unknown) => (isTalosApiError(err) ? err.message : 'no answer yet');
+
+/** One Version call over mTLS on a fresh connection, so a retry never waits out grpc-js backoff. */
+async function probe(access: ClusterAccess, address: string, deadlineMs: number, signal: AbortSignal): Promise<VersionResult> {
+  const client = await access.talosClient(address);
+  try {
+    return await client.version({ deadlineMs, signal });
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * Polls until the node answers Version over mTLS with the cluster's admin certificate: that is
+ * what "configured" means from here. Until then every failure (maintenance certificate still up,
+ * node rebooting) is expected; only the timeout ends the wait, naming the last failure.
+ */
+export async function waitForMtls(
+  access: ClusterAccess,
+  address: string,
+  t: PushTimings,
+  signal: AbortSignal,
+): Promise<VersionResult> {
+  const end = Date.now() + t.readyTimeoutMs;
+  let last: unknown;
+  for (;;) {
+    signal.throwIfAborted();
+    try {
+      return await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      last = err;
+    }
+    if (Date.now() + t.pollMs >= end) {
+      throw new RunError(
+        `the node did not answer over mTLS within ${Math.round(t.readyTimeoutMs / 1000)} s; last: ${describe(last)}`,
+        isTalosApiError(last) ? { node: last.node, code: last.code, grpcStatus: last.grpcStatus } : {},
+      );
+    }
+    await pause(t.pollMs, signal);
+  }
+}
+
+/**
+ * After an apply that reboots a configured node, the old boot may still answer for a moment;
+ * wait (bounded) until it stops answering so the next success is the new boot. Returns whether
+ * the node was seen going down.
+ */
+export async function waitForGoingDown(
+  access: ClusterAccess,
+  address: string,
+  t: PushTimings,
+  windowMs: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const end = Date.now() + windowMs;
+  while (Date.now() < end) {
+    try {
+      await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      return true;
+    }
+    await pause(Math.min(t.pollMs, 250), signal);
+  }
+  return false;
+}

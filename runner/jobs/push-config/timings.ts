@@ -1,0 +1,32 @@
+import type { Deps } from '../../../functions/context.ts';
+import type { PushTimings } from '../../../functions/settings.ts';
+
+/**
+ * Real bare metal installs Talos to disk from the ISO before it reboots configured, which can
+ * take minutes (the installer image is pulled first); a single call should still answer fast.
+ */
+export const DEFAULT_PUSH_TIMINGS: PushTimings = {
+  callDeadlineMs: 15_000,
+  readyTimeoutMs: 15 * 60_000,
+  pollMs: 2_000,
+};
+
+export function pushTimings(deps: Pick<Deps, 'settings'>): PushTimings {
+  return { ...DEFAULT_PUSH_TIMINGS, ...deps.settings.pushConfig };
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as the run is canceled. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,69 @@
+// The worker's map from run kind to executor. Each entry binds a job spec (functions/*/job.ts,
+// what the routes enqueue) to its executor here, so the link is an import, not a string.
+import type { z } from 'zod';
+import { backupJob } from '../../functions/backup/job.ts';
+import { collectJob, scheduledCollect } from '../../functions/collect/job.ts';
+import type { Deps } from '../../functions/context.ts';
+import { provisionJob } from '../../functions/provision/job.ts';
+import { bootstrapJob, pushConfigJob } from '../../functions/push-config/job.ts';
+import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
+import { upgradeJob } from '../../functions/upgrade/job.ts';
+import { describeZodError } from '../../lib/http/validate.ts';
+import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
+import type { JobSpec } from '../../lib/jobs/spec.ts';
+import type { CronJob } from '../cron.ts';
+import { backupExecutor } from './backup/executor.ts';
+import { collectExecutor } from './collect/executor.ts';
+import { provisionExecutor } from './provision/executor.ts';
+import { bootstrapExecutor } from './push-config/bootstrap.ts';
+import { pushConfigExecutor } from './push-config/executor.ts';
+import { upgradeExecutor } from './upgrade/executor.ts';
+
+export type AppExecutors = ExecutorRegistry<Deps>;
+
+/**
+ * An executor that sees only params its spec accepts: a run queued with bad params (an older
+ * runner's shape, a hand-edited row) fails before it does anything.
+ */
+export function bind<S extends z.ZodType<Record<string, unknown>>>(
+  spec: JobSpec<string, S>,
+  execute: JobExecutor<Deps, z.output<S>>,
+): [string, Executor<Deps>] {
+  return [
+    spec.kind,
+    (ctx) => {
+      const parsed = spec.params.safeParse(ctx.run.params);
+      if (!parsed.success) throw new RunError(`run params do not fit the ${spec.kind} job: ${describeZodError(parsed.error)}`);
+      return execute(ctx, parsed.data);
+    },
+  ];
+}
+
+/** Every run kind the worker can execute. */
+export function executors(): AppExecutors {
+  return Object.fromEntries([
+    bind(backupJob, backupExecutor),
+    bind(provisionJob, provisionExecutor),
+    bind(collectJob, collectExecutor),
+    bind(pushConfigJob, pushConfigExecutor),
+    bind(bootstrapJob, bootstrapExecutor),
+    bind(upgradeJob, upgradeExecutor),
+  ]);
+}
+
+/**
+ * Clean-up for runs whose worker died (lease expired): a provision run's tofu may have left its
+ * state lock behind, and its state credential must stop working.
+ */
+export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<void> {
+  for (const id of runIds) await revokeStateCredential(deps, id);
+}
+
+/** Scheduled work; each entry is overrun-protected by the cron host. */
+export function cronJobs(deps: Deps): CronJob[] {
+  return [
+    { name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) },
+    // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
+    { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
+  ];
+}

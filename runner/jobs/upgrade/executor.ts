@@ -1,0 +1,150 @@
+import { setMaxListeners } from 'node:events';
+import { eq } from 'drizzle-orm';
+import { clusters, machines } from '../../../db/schema/index.ts';
+import { RunError, stopReason, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import type { Deps } from '../../../functions/context.ts';
+import { talosAddressOf } from '../../../functions/machine-config/access.ts';
+import { clusterAccess } from '../cluster-access.ts';
+import { clusterProblems, readHealth, type GateMachine } from './health.ts';
+import { readNodeState, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
+import { sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
+import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
+import { errorMessage } from '../../../lib/errors.ts';
+import { upgradeTimings } from './timings.ts';
+
+
+export interface UpgradeResult {
+  talosVersion: string;
+  upgraded: NodeResult[];
+  skipped: string[];
+  /** Nodes left for a later run when this one was canceled. */
+  untouched: string[];
+  clusterVersionUpdated: boolean;
+}
+
+/** A signal that follows the run's, except for a cancel: a cancel lets the node in flight finish. */
+function hardStop(signal: AbortSignal): AbortSignal {
+  const c = new AbortController();
+  // Every concurrent Talos and Kubernetes call of a batch listens on it.
+  setMaxListeners(0, c.signal);
+  const follow = (): void => {
+    if (stopReason(signal) !== 'cancel') c.abort(signal.reason);
+  };
+  if (signal.aborted) follow();
+  else signal.addEventListener('abort', follow, { once: true });
+  return c.signal;
+}
+
+const list = (names: string[]): string => names.join(', ');
+
+/**
+ * Rolling Talos upgrade: control planes one at a time, then workers in batches. Before touching a
+ * batch the whole cluster must be healthy (etcd members, services, Kubernetes nodes); after each
+ * node, the node must come back on the new version and pass its gate. The first failure stops
+ * the run; untouched nodes stay as they were, and a new run resumes by skipping upgraded nodes.
+ */
+export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, deps, emit, signal }, params) => {
+  const timings = upgradeTimings(deps.settings);
+  const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
+  if (!cluster) throw new RunError('cluster no longer exists');
+  const rows = await deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
+  if (rows.length === 0) throw new RunError('the cluster has no machines');
+  const noAddress = rows.filter((m) => !talosAddressOf(m)).map((m) => m.name);
+  if (noAddress.length) throw new RunError(`machines without a Talos API address: ${list(noAddress)}`);
+  const all: GateMachine[] = rows.map((m) => ({ id: m.id, name: m.name, role: m.role, address: talosAddressOf(m)! }));
+
+  const hard = hardStop(signal);
+  const access = await clusterAccess(deps, cluster);
+  const recorded = new Map(rows.map((m) => [m.id, m.talosVersion]));
+  const ctx: NodeContext = {
+    access,
+    params,
+    timings,
+    hard,
+    controlPlanes: all.filter((m) => m.role === 'controlplane'),
+    emit,
+    now: () => deps.clock.now(),
+    recordVersion: async (id, version) => {
+      if (recorded.get(id) === version) return;
+      recorded.set(id, version);
+      await deps.db.update(machines).set({ talosVersion: version, updatedAt: deps.clock.now() }).where(eq(machines.id, id));
+    },
+  };
+
+  const batches = upgradeBatches(all, params.batchSize);
+  await emit({
+    type: 'upgrade.plan',
+    message: `upgrading ${all.length} machines to ${params.talosVersion} in ${batches.length} steps`,
+    data: { talosVersion: params.talosVersion, image: params.image, batches: batches.map((b) => b.machines.map((m) => m.name)) },
+  });
+
+  const result: UpgradeResult = { talosVersion: params.talosVersion, upgraded: [], skipped: [], untouched: [], clusterVersionUpdated: false };
+  for (const [index, batch] of batches.entries()) {
+    if (signal.aborted) {
+      hard.throwIfAborted();
+      result.untouched = batches.slice(index).flatMap((b) => b.machines.map((m) => m.name));
+      await emit({ level: 'warn', type: 'upgrade.stopped', message: `canceled; not touched: ${list(result.untouched)}`, data: { untouched: result.untouched } });
+      return result;
+    }
+    const states = await Promise.all(
+      batch.machines.map(async (m): Promise<NodeState> => {
+        try {
+          const s = await readNodeState(ctx, m);
+          await ctx.recordVersion(m.id, s.tag);
+          return s;
+        } catch (err) {
+          hard.throwIfAborted();
+          throw new RunError(`${m.name}: cannot read its version: ${errorMessage(err)}`);
+        }
+      }),
+    );
+    const todo: { m: GateMachine; state: NodeState }[] = [];
+    for (const [i, m] of batch.machines.entries()) {
+      const state = states[i]!;
+      if (sameVersion(state.tag, params.talosVersion)) {
+        result.skipped.push(m.name);
+        await emit({ type: 'upgrade.node.skip', message: `${m.name}: already on ${state.tag}`, data: { node: m.name, machine: m.id, role: m.role, phase: 'skip', elapsedMs: 0 } });
+      } else {
+        todo.push({ m, state });
+      }
+    }
+    if (todo.length === 0) continue;
+
+    const names = todo.map((t) => t.m.name);
+    const health = await readHealth(access, all, { timings, signal: hard, now: deps.clock.now() });
+    for (const m of health.assessment.machines) if (m.talosVersion) await ctx.recordVersion(m.id, m.talosVersion);
+    const problems = clusterProblems(health);
+    if (problems.length) {
+      const what = `cluster not healthy before ${list(names)}: ${problems.join('; ')}`;
+      if (!params.force) throw new RunError(`refusing to upgrade: ${what}`, { nodes: names, problems });
+      await emit({ level: 'warn', type: 'upgrade.precheck', message: `force: upgrading anyway; ${what}`, data: { nodes: names, problems } });
+    } else {
+      await emit({ type: 'upgrade.precheck', message: `cluster healthy; upgrading ${list(names)}`, data: { nodes: names, etcd: health.assessment.etcd } });
+    }
+
+    const settled = await Promise.allSettled(todo.map((t) => upgradeNode(ctx, t.m, t.state)));
+    const failures: unknown[] = [];
+    for (const s of settled) {
+      if (s.status === 'fulfilled') result.upgraded.push(s.value);
+      else failures.push(s.reason);
+    }
+    if (failures.length) {
+      hard.throwIfAborted();
+      const text = failures.map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
+      throw new RunError(text);
+    }
+  }
+
+  // Only when every node reports the new version does the cluster record it.
+  const now = await deps.db.select({ v: machines.talosVersion }).from(machines).where(eq(machines.clusterId, cluster.id));
+  if (now.length > 0 && now.every((r) => r.v !== null && sameVersion(r.v, params.talosVersion))) {
+    await deps.db.update(clusters).set({ talosVersion: params.talosVersion, updatedAt: deps.clock.now() }).where(eq(clusters.id, cluster.id));
+    result.clusterVersionUpdated = true;
+  }
+  await emit({
+    type: 'upgrade.done',
+    message: `${result.upgraded.length} upgraded, ${result.skipped.length} already on ${params.talosVersion}`,
+    data: { upgraded: result.upgraded.map((u) => u.name), skipped: result.skipped },
+  });
+  return result;
+};

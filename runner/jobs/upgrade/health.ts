@@ -1,0 +1,121 @@
+// Health reads for the upgrade gates: each Talos node's version, services and (control planes)
+// etcd view, plus one Kubernetes snapshot, judged by the same pure assessment the collect pass uses.
+import { collectKubernetes, KubeApiError, type KubeSnapshot } from '../../../lib/kube/index.ts';
+import { isTalosApiError } from '../../../lib/talos/api/index.ts';
+import { assessCluster } from '../collect/assess.ts';
+import type { ClusterAssessment, Failed, MachineInput, TalosReport } from '../../../functions/collect/types.ts';
+import type { ClusterAccess } from '../cluster-access.ts';
+import { errorMessage } from '../../../lib/errors.ts';
+import type { UpgradeTimings } from '../../../functions/settings.ts';
+
+export interface GateMachine {
+  id: string;
+  name: string;
+  role: 'controlplane' | 'worker';
+  address: string;
+}
+
+function failed(err: unknown): Failed {
+  const code = isTalosApiError(err) || err instanceof KubeApiError ? err.code : 'error';
+  return { error: { code, message: errorMessage(err) } };
+}
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
+}
+
+export async function readTalosReport(access: ClusterAccess, m: GateMachine, t: UpgradeTimings, signal: AbortSignal): Promise<TalosReport | Failed> {
+  let client;
+  try {
+    client = await access.talosClient(m.address);
+    const opts = { deadlineMs: t.callDeadlineMs, signal };
+    const [version, services] = await Promise.all([client.version(opts), client.serviceList(opts)]);
+    const report: TalosReport = {
+      version: { tag: version.tag },
+      services: services.map((s) => ({
+        id: s.id,
+        state: s.state,
+        ...(s.health ? { health: { healthy: s.health.healthy, unknown: s.health.unknown, lastMessage: s.health.lastMessage } } : {}),
+      })),
+    };
+    if (m.role === 'controlplane') {
+      try {
+        const [members, status] = await Promise.all([client.etcdMemberList(opts), client.etcdStatus(opts)]);
+        report.etcd = {
+          members: members.map((x) => ({ id: x.id, hostname: x.hostname, isLearner: x.isLearner })),
+          status: { memberId: status.memberId, leader: status.leader, errors: status.errors, isLearner: status.isLearner },
+        };
+      } catch (err) {
+        report.etcd = failed(err);
+      }
+    }
+    return report;
+  } catch (err) {
+    return failed(err);
+  } finally {
+    client?.close();
+  }
+}
+
+export async function readKube(access: ClusterAccess, t: UpgradeTimings, signal: AbortSignal): Promise<KubeSnapshot | Failed> {
+  try {
+    return await collectKubernetes(await access.kubeconfig(), { deadlineMs: t.kubeDeadlineMs, signal });
+  } catch (err) {
+    return failed(err);
+  }
+}
+
+export interface HealthRead {
+  assessment: ClusterAssessment;
+  kube: KubeSnapshot | Failed;
+}
+
+/** Reads `machines` and the Kubernetes API once and assesses them; `expectTalos` flags nodes on another version. */
+export async function readHealth(
+  access: ClusterAccess,
+  machines: GateMachine[],
+  opts: { timings: UpgradeTimings; signal: AbortSignal; now: number; expectTalos?: string },
+): Promise<HealthRead> {
+  const [talos, kube] = await Promise.all([
+    mapLimit(machines, opts.timings.readConcurrency, (m) => readTalosReport(access, m, opts.timings, opts.signal)),
+    readKube(access, opts.timings, opts.signal),
+  ]);
+  const inputs: MachineInput[] = machines.map((m, i) => ({ id: m.id, name: m.name, role: m.role, talos: talos[i]! }));
+  const assessment = assessCluster({
+    machines: inputs,
+    kube,
+    now: opts.now,
+    ...(opts.expectTalos ? { expected: { talosVersion: opts.expectTalos } } : {}),
+  });
+  return { assessment, kube };
+}
+
+/** Why the cluster may not be touched now (empty: go ahead). Every machine, Kubernetes and etcd must be healthy. */
+export function clusterProblems(read: HealthRead): string[] {
+  if (read.assessment.state === 'healthy') return [];
+  return read.assessment.reasons.length ? read.assessment.reasons : [`cluster health is ${read.assessment.state}`];
+}
+
+const ETCD_REASON = /^etcd /;
+
+/**
+ * Why an upgraded node does not pass its gate (empty: it does): its Talos services and version,
+ * its Kubernetes node Ready, and for a control plane the whole etcd membership healthy again.
+ */
+export function nodeGateProblems(read: HealthRead, m: GateMachine): string[] {
+  const problems: string[] = [];
+  if ('error' in read.kube) problems.push(`Kubernetes API unreadable: ${read.kube.error.message}`);
+  const self = read.assessment.machines.find((x) => x.id === m.id);
+  problems.push(...(self?.reasons ?? ['node was not read']));
+  if (m.role === 'controlplane') problems.push(...read.assessment.reasons.filter((r) => ETCD_REASON.test(r)));
+  return problems;
+}

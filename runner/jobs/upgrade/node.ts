@@ -1,0 +1,190 @@
+// One node's upgrade: install over the API its version calls for, reboot, wait until it has
+// rebooted into the new version, then hold it to the health gate.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RunError } from '../../../lib/jobs/executor.ts';
+import type { RunEventInput } from '../../../lib/jobs/types.ts';
+import { isTalosApiError, isUnimplemented, type TalosApiClient } from '../../../lib/talos/api/index.ts';
+import type { ClusterAccess } from '../cluster-access.ts';
+import { nodeGateProblems, readHealth, type GateMachine } from './health.ts';
+import { apiFor, sameVersion, type UpgradeApi } from '../../../functions/upgrade/plan.ts';
+import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
+import { errorMessage } from '../../../lib/errors.ts';
+import type { UpgradeTimings } from '../../../functions/settings.ts';
+
+export interface NodeContext {
+  access: ClusterAccess;
+  params: UpgradeParams;
+  timings: UpgradeTimings;
+  /** Aborted when the run must stop at once (shutdown, lease lost); a cancel lets the node finish. */
+  hard: AbortSignal;
+  /** Every control plane of the cluster: a control plane's gate needs their etcd view. */
+  controlPlanes: GateMachine[];
+  emit(event: RunEventInput): Promise<void>;
+  /** Wall clock for health durations ("NotReady for 5m"). */
+  now(): number;
+  recordVersion(machineId: string, version: string): Promise<void>;
+}
+
+/** What a node runs right now: its version tag and when it last booted (changes with every reboot). */
+export interface NodeState {
+  tag: string;
+  bootTime: number;
+}
+
+export interface NodeResult {
+  name: string;
+  api: UpgradeApi;
+  from: string;
+  to: string;
+  elapsedMs: number;
+}
+
+function message(err: unknown): string {
+  return errorMessage(err);
+}
+
+async function withClient<T>(ctx: NodeContext, m: GateMachine, fn: (c: TalosApiClient) => Promise<T>): Promise<T> {
+  const client = await ctx.access.talosClient(m.address);
+  try {
+    return await fn(client);
+  } finally {
+    client.close();
+  }
+}
+
+export async function readNodeState(ctx: NodeContext, m: GateMachine): Promise<NodeState> {
+  const opts = { deadlineMs: ctx.timings.callDeadlineMs, signal: ctx.hard };
+  return withClient(ctx, m, async (c) => {
+    const [version, stat] = await Promise.all([c.version(opts), c.systemStat(opts)]);
+    return { tag: version.tag, bootTime: stat.bootTime };
+  });
+}
+
+export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: NodeState): Promise<NodeResult> {
+  const { params, timings, hard } = ctx;
+  const target = params.talosVersion;
+  const started = performance.now();
+  const elapsed = (): number => Math.round(performance.now() - started);
+  const event = (type: string, phase: string, text: string, extra: Record<string, unknown> = {}, level: RunEventInput['level'] = 'info') =>
+    ctx.emit({ level, type, message: `${m.name}: ${text}`, data: { node: m.name, machine: m.id, role: m.role, phase, elapsedMs: elapsed(), ...extra } });
+  const call = { deadlineMs: timings.callDeadlineMs, signal: hard };
+  const stream = { deadlineMs: timings.installDeadlineMs, signal: hard };
+  const fail = (text: string): RunError => new RunError(`${m.name}: ${text}`, { node: m.name, machine: m.id });
+
+  await event('upgrade.node.start', 'start', `upgrading ${before.tag} → ${target}`, { from: before.tag, to: target });
+
+  let api = apiFor(before.tag);
+  try {
+    await withClient(ctx, m, async (client) => {
+      if (api === 'lifecycle') {
+        try {
+          await event('upgrade.pull', 'pull', `pulling ${params.image} into the system containerd`, { image: params.image });
+          const pulled = await client.imagePull({ image: params.image }, stream);
+          await event('upgrade.install', 'install', 'installing with LifecycleService/Upgrade', { api });
+          // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
+          let progress = Promise.resolve();
+          await client.lifecycleUpgrade(
+            { image: pulled.name || params.image },
+            (text) => void (progress = progress.then(() => event('upgrade.install', 'install', text, { api, progress: text }))),
+            stream,
+          );
+          await progress;
+          await event('upgrade.reboot', 'reboot', 'rebooting into the new image');
+          await rebootTolerant(client, call, event);
+          return;
+        } catch (err) {
+          if (!isUnimplemented(err)) throw err;
+          api = 'legacy';
+          await event('upgrade.install', 'install', 'the node does not know the v1.13 API; using MachineService/Upgrade', { api }, 'warn');
+        }
+      }
+      await event('upgrade.install', 'install', `installing ${params.image} with MachineService/Upgrade`, { api, image: params.image });
+      try {
+        await client.legacyUpgrade({ image: params.image, stage: params.stage, force: params.force, preserve: params.preserve }, call);
+      } catch (err) {
+        // The node may reboot before its reply arrives; the boot-time check below tells.
+        if (params.stage || !isTalosApiError(err) || !err.transient) throw err;
+        await event('upgrade.install', 'install', `no reply to Upgrade (${err.code}); checking whether it rebooted`, { api }, 'warn');
+        return;
+      }
+      if (params.stage) {
+        await event('upgrade.reboot', 'reboot', 'upgrade staged; rebooting to activate it');
+        await rebootTolerant(client, call, event);
+      } else {
+        await event('upgrade.reboot', 'reboot', 'the node reboots itself into the new image');
+      }
+    });
+  } catch (err) {
+    throw fail(`upgrade call failed: ${message(err)}`);
+  }
+
+  await event('upgrade.wait', 'wait', `waiting for the node to reboot and report ${target}`);
+  const back = await waitForReboot(ctx, m, before, fail);
+  await ctx.recordVersion(m.id, back.tag);
+  await event('upgrade.wait', 'wait', `back on ${back.tag}`, { version: back.tag });
+
+  await event('upgrade.gate', 'gate', 'checking health');
+  await passGate(ctx, m, fail);
+  await event('upgrade.gate', 'gate', 'healthy');
+  await event('upgrade.node.done', 'done', `upgraded to ${back.tag}`, { api, from: before.tag, to: back.tag });
+  return { name: m.name, api, from: before.tag, to: back.tag, elapsedMs: elapsed() };
+}
+
+/** A node may drop the connection before Reboot's reply arrives; whether it rebooted is what the wait finds out. */
+async function rebootTolerant(
+  client: TalosApiClient,
+  call: { deadlineMs: number; signal: AbortSignal },
+  event: (type: string, phase: string, text: string, extra?: Record<string, unknown>, level?: RunEventInput['level']) => Promise<void>,
+): Promise<void> {
+  try {
+    await client.reboot(call);
+  } catch (err) {
+    if (!isTalosApiError(err) || !err.transient) throw err;
+    await event('upgrade.reboot', 'reboot', `no reply to Reboot (${err.code}); checking whether it rebooted`, {}, 'warn');
+  }
+}
+
+/**
+ * Polls with a fresh connection each time (a channel that saw the node go away would wait out its
+ * reconnect backoff). Done when the boot time moved and the version is the target. A node that
+ * rebooted into anything else is a failed upgrade, reported and never re-issued.
+ */
+async function waitForReboot(ctx: NodeContext, m: GateMachine, before: NodeState, fail: (t: string) => RunError): Promise<NodeState> {
+  const { timings, hard, params } = ctx;
+  const deadline = performance.now() + timings.rebootTimeoutMs;
+  let last: string;
+  for (;;) {
+    hard.throwIfAborted();
+    try {
+      const now = await readNodeState(ctx, m);
+      if (now.bootTime !== before.bootTime) {
+        if (sameVersion(now.tag, params.talosVersion)) return now;
+        await ctx.recordVersion(m.id, now.tag);
+        throw fail(`rebooted but runs ${now.tag}, not ${params.talosVersion}: the new image did not take (it may have booted its previous one); not retrying`);
+      }
+      last = `still up on ${now.tag}, not rebooted yet`;
+    } catch (err) {
+      if (err instanceof RunError) throw err;
+      hard.throwIfAborted();
+      last = message(err);
+    }
+    if (performance.now() >= deadline) throw fail(`did not come back on ${params.talosVersion} within ${Math.round(timings.rebootTimeoutMs / 1000)}s (${last})`);
+    await sleep(timings.pollMs, undefined, { signal: hard });
+  }
+}
+
+async function passGate(ctx: NodeContext, m: GateMachine, fail: (t: string) => RunError): Promise<void> {
+  const { timings, hard, params } = ctx;
+  const deadline = performance.now() + timings.gateTimeoutMs;
+  const targets = m.role === 'controlplane' ? ctx.controlPlanes : [m];
+  for (;;) {
+    const read = await readHealth(ctx.access, targets, { timings, signal: hard, now: ctx.now(), expectTalos: params.talosVersion });
+    hard.throwIfAborted();
+    const problems = nodeGateProblems(read, m);
+    if (problems.length === 0) return;
+    if (performance.now() >= deadline) {
+      throw fail(`failed the health gate within ${Math.round(timings.gateTimeoutMs / 1000)}s: ${problems.join('; ')}`);
+    }
+    await sleep(timings.pollMs, undefined, { signal: hard });
+  }
+}
