@@ -135,6 +135,25 @@ describe('addon/config.yaml against the Supervisor rules', () => {
   });
 });
 
+/** Width and height from a PNG's IHDR chunk, after checking the signature. */
+function pngSize(path: string): { width: number; height: number } {
+  const png = readFileSync(join(ROOT, path));
+  expect(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), `${path} is a PNG`).toBe(true);
+  expect(png.subarray(12, 16).toString('latin1')).toBe('IHDR');
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+}
+
+describe('store artwork', () => {
+  it('icon.png is square and logo.png is a wide banner, the shapes the add-on store shows', () => {
+    const icon = pngSize('addon/icon.png');
+    expect(icon.width).toBe(icon.height);
+    expect(icon.width).toBeGreaterThanOrEqual(128);
+    const logo = pngSize('addon/logo.png');
+    expect(logo.width / logo.height).toBeGreaterThanOrEqual(2);
+    expect(logo.width / logo.height).toBeLessThanOrEqual(3);
+  });
+});
+
 describe('repository.yaml', () => {
   it('has what the Supervisor needs to add the repository by URL', () => {
     const repo = repositorySchema.safeParse(yamlFile('repository.yaml'));
