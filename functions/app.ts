@@ -17,6 +17,8 @@ import { machineConfigRoutes } from './machine-config/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
 import { countRequests } from './ops/count-requests.ts';
 import { opsRoutes, type MetricsSource } from './ops/routes.ts';
+import { openApiDocument } from './openapi/document.ts';
+import pkg from '../package.json' with { type: 'json' };
 import { providerCredentialRoutes } from './providers/routes.ts';
 import { runRoutes } from './runs/routes.ts';
 import { approveRoutes, provisionHookRoutes, provisionRoutes } from './provision/routes.ts';
@@ -92,6 +94,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   // Health gauges are always exported; callers may add their own sources.
   const ops = opsRoutes([collectMetrics, ...(opts.metricsSources ?? [])]);
   app.route('/', ops);
+  app.get('/openapi.json', (c) => c.json(openApiDocument(pkg.version)));
   // Mounted before /v1 so tofu's requests meet the state backend's own body limit and basic
   // auth: the first matching handler answers, and the /v1 middleware below never runs for them.
   app.route('/v1/state', stateBackendRoutes());

@@ -6,7 +6,7 @@ import { requireScope } from '../auth.ts';
 import { readQuery } from '../../lib/http/validate.ts';
 import type { AppEnv } from '../context.ts';
 
-const query = z.strictObject({
+export const auditQuery = z.strictObject({
   before: z.coerce.number().int().optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
@@ -14,7 +14,7 @@ const query = z.strictObject({
 export function auditRoutes() {
   const app = new Hono<AppEnv>();
   app.get('/', requireScope('read'), async (c) => {
-    const q = readQuery(c, query);
+    const q = readQuery(c, auditQuery);
     const p = c.var.principal;
     const rows = await c.var.deps.db
       .select()

@@ -10,7 +10,7 @@ import { publicRun } from '../runs/routes.ts';
 import { clusterHealthView, machineSamples } from './views.ts';
 import { enqueueCollect } from './job.ts';
 
-const collectBody = z.strictObject({ cluster: idParam.optional() });
+export const collectBody = z.strictObject({ cluster: idParam.optional() });
 
 /** POST /v1/collect {cluster?}: 202 {run}, or 409 naming the active pass. */
 export function collectRoutes() {
@@ -35,7 +35,7 @@ export function collectRoutes() {
   return app;
 }
 
-const samplesQuery = z.strictObject({
+export const samplesQuery = z.strictObject({
   since: z
     .string()
     .transform((v, ctx) => {

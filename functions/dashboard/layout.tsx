@@ -1,12 +1,13 @@
 import type { FC, PropsWithChildren } from 'hono/jsx';
 import { formatTime, href, type View } from './view.ts';
 
-export type Section = 'clusters' | 'runs' | 'tenants' | 'login';
+export type Section = 'clusters' | 'runs' | 'tenants' | 'api' | 'login';
 
 const NAV: Array<[Section, string, string]> = [
   ['clusters', 'Clusters', '/'],
   ['runs', 'Runs', '/runs'],
   ['tenants', 'Tenants', '/tenants'],
+  ['api', 'API', '/api'],
 ];
 
 export const Layout: FC<PropsWithChildren<{ v: View; title: string; section: Section; error?: string | undefined }>> = ({

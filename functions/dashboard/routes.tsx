@@ -16,6 +16,8 @@ import { LoginPage } from './pages/login.tsx';
 import { MessagePage, RunPage, RunsPage } from './pages/runs.tsx';
 import { TenantsPage } from './pages/tenants.tsx';
 import { SESSION_COOKIE, SESSION_TTL_MS, csrfMatches, newSession, openSession, sealSession, type Session } from './session.ts';
+import { operations } from '../openapi/operations.ts';
+import { ApiReferencePage } from './pages/api-reference.tsx';
 import { href, type FormValues, type View } from './view.ts';
 
 export interface DashboardOptions {
@@ -35,7 +37,7 @@ const FORM_LIMIT = 64 * 1024;
 
 // The dashboard shares the root with the API (/v1, /healthz), so its middleware is bound to its
 // own paths only. ('/clusters/*' also matches '/clusters'.)
-const PAGE_PATHS = ['/', '/tenants', '/clusters/*', '/runs/*', '/backups'];
+const PAGE_PATHS = ['/', '/tenants', '/clusters/*', '/runs/*', '/backups', '/api'];
 const ALL_PATHS = [...PAGE_PATHS, '/login', '/logout'];
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -171,6 +173,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const tn = await api(c).get('/v1/tenants');
     return render(c, status, <TenantsPage v={c.var.view} tenants={tn.ok ? tn.body.tenants : []} error={error ?? tn.error} values={values} />);
   };
+  app.get('/api', signedIn, (c) => render(c, 200, <ApiReferencePage v={c.var.view} operations={operations()} />));
   app.get('/tenants', (c) => tenantsPage(c, 200));
   app.post('/tenants', async (c) => {
     const res = await api(c).send('POST', '/v1/tenants', pick(c.var.form, ['name']));

@@ -16,7 +16,7 @@ import { hasLiveState } from '../state/store.ts';
 import { loadCluster, type ClusterRow } from './load.ts';
 import { dnsLabel, idParam } from './schemas.ts';
 
-const createCluster = z.strictObject({
+export const createCluster = z.strictObject({
   tenant: idParam,
   name: dnsLabel,
   ...clusterSettingsInput.shape,

@@ -20,7 +20,7 @@ export const PROVIDERS = ['oci', 'openstack', 'hetzner', 'aws', 'metal', 'local'
 const address = z.string().max(300).refine(isNodeAddress, 'must be an IP address or hostname, optionally with :port');
 const installDisk = z.string().max(255).regex(/^\/[^\0\s]*$/, 'must be an absolute path like /dev/sda');
 
-const createMachine = z.strictObject({
+export const createMachine = z.strictObject({
   name: dnsLabel,
   role: z.enum(['controlplane', 'worker']),
   provider: z.enum(PROVIDERS),
@@ -29,7 +29,7 @@ const createMachine = z.strictObject({
   patches: patchList.optional(),
 });
 
-const updateMachine = z.strictObject({
+export const updateMachine = z.strictObject({
   address: address.nullable().optional(),
   installDisk: installDisk.nullable().optional(),
   patches: patchList.optional(),

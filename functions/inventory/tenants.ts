@@ -12,8 +12,8 @@ import type { AppEnv } from '../context.ts';
 import { loadTenant } from './load.ts';
 import { dnsLabel } from './schemas.ts';
 
-const createTenant = z.strictObject({ name: dnsLabel });
-const createToken = z.strictObject({
+export const createTenant = z.strictObject({ name: dnsLabel });
+export const createToken = z.strictObject({
   name: z.string().min(1).max(100),
   scopes: z.array(z.enum(SCOPES)).min(1).optional(),
 });

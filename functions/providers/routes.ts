@@ -16,7 +16,7 @@ const MAX_VARS = 64;
 const MAX_VALUE_CHARS = 32 * 1024;
 
 const envName = z.string().max(128, 'variable names are at most 128 characters').regex(ENV_NAME, 'must be an environment variable name like OCI_TENANCY_OCID');
-const putCredentials = z.strictObject({
+export const putCredentials = z.strictObject({
   env: z
     .record(envName, z.string().max(MAX_VALUE_CHARS, `values are at most ${MAX_VALUE_CHARS} characters`))
     .refine((e) => Object.keys(e).length > 0, 'must set at least one variable')

@@ -16,12 +16,12 @@ import { MAX_DELIVERY_ID_CHARS, recordDelivery, setDeliveryRun } from '../webhoo
 import { loadWebhookSecret } from '../webhooks/secret.ts';
 import { PROVISION_KIND, provisionJob, type ProvisionParams } from './job.ts';
 
-const provisionBody = z.strictObject({
+export const provisionBody = z.strictObject({
   mode: z.enum(['plan', 'apply']),
   destroy: z.boolean().optional(),
 });
 
-const hookBody = z.strictObject({
+export const hookBody = z.strictObject({
   cluster: z.union([idParam, dnsLabel]),
   mode: z.enum(['plan', 'apply']).default('apply'),
   destroy: z.boolean().optional(),

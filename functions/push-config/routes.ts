@@ -16,14 +16,14 @@ import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { bootstrapJob, pushConfigJob, type BootstrapParams, type PushConfigParams } from './job.ts';
 import { mayBeInMaintenance, readyForBootstrap } from './machine-state.ts';
 
-const pushBody = z.strictObject({
+export const pushBody = z.strictObject({
   insecure: z.boolean().optional(),
   certFingerprint: z.string().max(200).optional(),
   mode: z.enum(['auto', 'reboot', 'no-reboot', 'staged', 'try']).optional(),
   dryRun: z.boolean().optional(),
 });
 
-const bootstrapBody = z.strictObject({ machine: z.union([idParam, dnsLabel]).optional() });
+export const bootstrapBody = z.strictObject({ machine: z.union([idParam, dnsLabel]).optional() });
 
 /** Both bodies are all-optional, so an empty request means `{}`. */
 async function readOptionalJson<S extends z.ZodType>(c: Context<AppEnv>, schema: S): Promise<z.output<S>> {

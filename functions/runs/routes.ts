@@ -9,11 +9,11 @@ import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { idParam } from '../inventory/schemas.ts';
 
-const listQuery = z.strictObject({
+export const listQuery = z.strictObject({
   cluster: idParam.optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
-const eventsQuery = z.strictObject({ after: z.coerce.number().int().min(0).optional() });
+export const eventsQuery = z.strictObject({ after: z.coerce.number().int().min(0).optional() });
 
 export const publicRun = (r: Run) => ({
   id: r.id,

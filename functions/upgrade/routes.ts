@@ -14,7 +14,7 @@ import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { upgradeJob, type UpgradeParams } from './job.ts';
 import { defaultUpgradeImage, isMinorDowngrade } from './plan.ts';
 
-const upgradeBody = z.strictObject({
+export const upgradeBody = z.strictObject({
   talosVersion: talosVersionSchema,
   image: clusterTalosInput.shape.installerImage,
   batchSize: z.number().int().min(1).optional(),
