@@ -10,13 +10,12 @@ import { backupRoutes } from './backup/routes.ts';
 import type { AppEnv, Deps } from './context.ts';
 import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.tsx';
 import { collectRoutes, healthRoutes } from './collect/routes.ts';
-import { collectMetrics } from './collect/metrics.ts';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { machineConfigRoutes } from './machine-config/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
 import { countRequests } from './ops/count-requests.ts';
-import { opsRoutes, type MetricsSource } from './ops/routes.ts';
+import { opsRoutes } from './ops/routes.ts';
 import { openApiDocument } from './openapi/document.ts';
 import pkg from '../package.json' with { type: 'json' };
 import { providerCredentialRoutes } from './providers/routes.ts';
@@ -42,7 +41,6 @@ const apiBodyLimit = () =>
   });
 
 export interface AppOptions {
-  metricsSources?: MetricsSource[];
   dashboard?: DashboardOptions;
 }
 
@@ -91,9 +89,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/audit', auditRoutes());
   v1.route('/backups', backupRoutes());
 
-  // Health gauges are always exported; callers may add their own sources.
-  const ops = opsRoutes([collectMetrics, ...(opts.metricsSources ?? [])]);
-  app.route('/', ops);
+  app.route('/', opsRoutes());
   app.get('/openapi.json', (c) => c.json(openApiDocument(pkg.version)));
   // Mounted before /v1 so tofu's requests meet the state backend's own body limit and basic
   // auth: the first matching handler answers, and the /v1 middleware below never runs for them.

@@ -7,7 +7,7 @@ import { createRunBus, type RunBus } from '../lib/jobs/bus.ts';
 import { createJobs, type Jobs } from '../lib/jobs/queue.ts';
 import type { Logger } from '../lib/log.ts';
 import type { Scope } from '../lib/auth/tokens.ts';
-import { createHttpMetrics, type HttpMetrics } from './ops/http-metrics.ts';
+import { noMetrics, type Metrics } from './ops/http-metrics.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
 import type { Settings } from './settings.ts';
 
@@ -22,7 +22,7 @@ export interface Deps {
   clock: Clock;
   log: Logger;
   settings: Settings;
-  metrics: HttpMetrics;
+  metrics: Metrics;
   /** Mints a new cluster's secrets (CAs, keys, tokens); RSA-4096 makes this the slow part of creating a cluster. */
   newClusterSecrets(): Promise<ClusterSecrets>;
 }
@@ -50,6 +50,8 @@ export function assembleDeps(parts: {
   log: Logger;
   settings: Settings;
   newClusterSecrets(): Promise<ClusterSecrets>;
+  /** The runner's prom-client metrics; without them /metrics says it is served at home. */
+  metrics?: Metrics;
 }): Deps {
   const bus = createRunBus();
   return {
@@ -61,7 +63,7 @@ export function assembleDeps(parts: {
     clock: parts.clock,
     log: parts.log,
     settings: parts.settings,
-    metrics: createHttpMetrics(),
+    metrics: parts.metrics ?? noMetrics,
     newClusterSecrets: parts.newClusterSecrets,
   };
 }

@@ -15,6 +15,7 @@ import { generateSecrets } from '../lib/talos/secrets.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import { startCron } from './cron.ts';
+import { createPromMetrics } from './metrics.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
 import { createWorker } from './worker.ts';
 
@@ -63,6 +64,7 @@ export async function startHost(
       trustIngress: config.trustIngress,
     },
     newClusterSecrets: generateSecrets,
+    metrics: createPromMetrics(() => deps),
   });
 
   const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });

@@ -44,6 +44,11 @@ export function createWorker(opts: {
     const entry = { controller, done: Promise.resolve() };
     active.set(run.id, entry);
     const reason = () => (controller.signal.reason instanceof Abort ? controller.signal.reason.reason : undefined);
+    const started = performance.now();
+    const finish = async (outcome: Parameters<typeof deps.jobs.finish>[2]) => {
+      await deps.jobs.finish(run.id, workerId, outcome);
+      deps.metrics.runFinished(run.kind, outcome.state, (performance.now() - started) / 1000);
+    };
     try {
       if (run.cancelRequested) controller.abort(new Abort('cancel'));
       const result = await executor({
@@ -55,15 +60,15 @@ export function createWorker(opts: {
         },
       });
       const why = reason();
-      if (why === 'cancel') await deps.jobs.finish(run.id, workerId, { state: 'canceled', result });
-      else if (why === 'shutdown') await deps.jobs.finish(run.id, workerId, { state: 'interrupted', error: 'runner shut down', result });
-      else if (why !== 'lease-lost') await deps.jobs.finish(run.id, workerId, { state: 'succeeded', result });
+      if (why === 'cancel') await finish({ state: 'canceled', result });
+      else if (why === 'shutdown') await finish({ state: 'interrupted', error: 'runner shut down', result });
+      else if (why !== 'lease-lost') await finish({ state: 'succeeded', result });
     } catch (err) {
       const why = reason();
       const message = errorMessage(err);
-      if (why === 'cancel') await deps.jobs.finish(run.id, workerId, { state: 'canceled' });
-      else if (why === 'shutdown') await deps.jobs.finish(run.id, workerId, { state: 'interrupted', error: 'runner shut down' });
-      else if (why !== 'lease-lost') await deps.jobs.finish(run.id, workerId, { state: 'failed', error: message });
+      if (why === 'cancel') await finish({ state: 'canceled' });
+      else if (why === 'shutdown') await finish({ state: 'interrupted', error: 'runner shut down' });
+      else if (why !== 'lease-lost') await finish({ state: 'failed', error: message });
       if (!why) deps.log.warn('run failed', { run: run.id, kind: run.kind, error: message });
     } finally {
       clearInterval(beat);

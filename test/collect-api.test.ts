@@ -81,6 +81,16 @@ describe('collect runs, API and metrics', () => {
     expect(text).toContain('rezus_cluster_etcd_healthy_members{tenant="home",cluster="c1"} 1');
     // One HELP/TYPE block per family.
     expect(text.match(/# TYPE rezus_node_load_1 gauge/g)).toHaveLength(1);
+    // Running byte totals only grow: counters, with the value as read from the node.
+    expect(text).toMatch(/# TYPE rezus_node_disk_read_bytes_total counter/);
+    expect(text).toMatch(/rezus_node_disk_read_bytes_total\{tenant="home",cluster="c1",machine="cp1"\} \d+/);
+    // Process metrics come with prom-client.
+    expect(text).toMatch(/# TYPE rezus_process_resident_memory_bytes gauge/);
+    // A machine that is gone leaves no series behind at the next scrape.
+    await h.call('DELETE', `/v1/clusters/${fleet.clusterId}/machines/${fleet.machines['w1']!.id}`);
+    const after = await (await h.app.request('/metrics', { headers: { authorization: `Bearer ${h.adminToken}` } })).text();
+    expect(after).not.toContain('machine="w1"');
+    expect(after).toContain('machine="cp1"');
   });
 
   it('keeps tenants apart: health, samples and collect requests', async () => {

@@ -63,6 +63,10 @@ describe('backup run, end to end', () => {
 
     const events = await h.call('GET', `/v1/runs/${run.id}/events`);
     expect(events.body.events.map((e: { type: string }) => e.type)).toEqual(['queued', 'started', 'backup.start', 'backup.done', 'succeeded']);
+
+    // Its duration lands in the run histogram, by kind and final state.
+    const metrics = await h.call('GET', '/metrics');
+    expect(metrics.body).toMatch(/rezus_run_duration_seconds_count\{kind="backup",state="succeeded"\} 1\n/);
   });
 
   it('is admin only', async () => {

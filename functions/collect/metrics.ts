@@ -1,19 +1,23 @@
-// /metrics gauges from the latest collect pass: one-hot health states per cluster and machine,
-// etcd membership, and the latest value of every node sample.
+// What the latest collect pass knows, as metric families: one-hot health states per cluster and
+// machine, etcd membership, and the latest value of every node sample. Portable: the runner turns
+// these into prom-client metrics (runner/metrics.ts).
 import { eq } from 'drizzle-orm';
 import { clusterHealth, clusters, HEALTH_STATES, machineHealth, machines, tenants } from '../../db/schema/index.ts';
-import { escapeLabel } from '../ops/http-metrics.ts';
-import type { MetricsSource } from '../ops/routes.ts';
+import type { Deps } from '../context.ts';
 
-const labels = (l: Record<string, string>): string =>
-  `{${Object.entries(l)
-    .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
-    .join(',')}}`;
+export interface MetricFamily {
+  name: string;
+  help: string;
+  /** A node's running totals (`*_total`) only grow: counters; everything else is a gauge. */
+  type: 'gauge' | 'counter';
+  labelNames: string[];
+  samples: Array<{ labels: Record<string, string>; value: number }>;
+}
 
 /** `memory.used_bytes` → `rezus_node_memory_used_bytes`. */
 export const nodeMetricName = (metric: string): string => `rezus_node_${metric.replace(/[^a-zA-Z0-9_]/g, '_')}`;
 
-export const collectMetrics: MetricsSource = async (deps) => {
+export async function healthFamilies(deps: Pick<Deps, 'db'>): Promise<MetricFamily[]> {
   const [cl, ms] = await Promise.all([
     deps.db
       .select({ cluster: clusters.name, tenant: tenants.name, h: clusterHealth })
@@ -27,50 +31,57 @@ export const collectMetrics: MetricsSource = async (deps) => {
       .innerJoin(clusters, eq(clusters.id, machines.clusterId))
       .innerJoin(tenants, eq(tenants.id, clusters.tenantId)),
   ]);
-  const out: string[] = [];
-  const family = (name: string, help: string, lines: string[]): void => {
-    if (lines.length === 0) return;
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, ...lines);
+  const families: MetricFamily[] = [];
+  const gauge = (name: string, help: string, labelNames: string[], samples: MetricFamily['samples']) => {
+    if (samples.length) families.push({ name, help, type: 'gauge', labelNames, samples });
   };
-
-  family(
+  gauge(
     'rezus_cluster_health',
     'Cluster health from the latest collect pass (1 for the current state).',
-    cl.flatMap((r) => HEALTH_STATES.map((s) => `rezus_cluster_health${labels({ tenant: r.tenant, cluster: r.cluster, state: s })} ${r.h.state === s ? 1 : 0}`)),
+    ['tenant', 'cluster', 'state'],
+    cl.flatMap((r) => HEALTH_STATES.map((s) => ({ labels: { tenant: r.tenant, cluster: r.cluster, state: s }, value: r.h.state === s ? 1 : 0 }))),
   );
-  family(
+  gauge(
     'rezus_cluster_last_collect_timestamp_seconds',
     'When the latest collect pass assessed the cluster.',
-    cl.map((r) => `rezus_cluster_last_collect_timestamp_seconds${labels({ tenant: r.tenant, cluster: r.cluster })} ${r.h.checkedAt / 1000}`),
+    ['tenant', 'cluster'],
+    cl.map((r) => ({ labels: { tenant: r.tenant, cluster: r.cluster }, value: r.h.checkedAt / 1000 })),
   );
   const withEtcd = cl.filter((r) => r.h.etcd);
-  family(
+  gauge(
     'rezus_cluster_etcd_members',
     'Voting etcd members the control planes report.',
-    withEtcd.filter((r) => r.h.etcd!.members !== null).map((r) => `rezus_cluster_etcd_members${labels({ tenant: r.tenant, cluster: r.cluster })} ${r.h.etcd!.members}`),
+    ['tenant', 'cluster'],
+    withEtcd.filter((r) => r.h.etcd!.members !== null).map((r) => ({ labels: { tenant: r.tenant, cluster: r.cluster }, value: r.h.etcd!.members! })),
   );
-  family(
+  gauge(
     'rezus_cluster_etcd_healthy_members',
     'etcd members whose service and status are healthy.',
-    withEtcd.map((r) => `rezus_cluster_etcd_healthy_members${labels({ tenant: r.tenant, cluster: r.cluster })} ${r.h.etcd!.healthy}`),
+    ['tenant', 'cluster'],
+    withEtcd.map((r) => ({ labels: { tenant: r.tenant, cluster: r.cluster }, value: r.h.etcd!.healthy })),
   );
-  family(
+  gauge(
     'rezus_machine_health',
     'Machine health from the latest collect pass (1 for the current state).',
-    ms.flatMap((r) =>
-      HEALTH_STATES.map((s) => `rezus_machine_health${labels({ tenant: r.tenant, cluster: r.cluster, machine: r.machine, role: r.role, state: s })} ${r.h.state === s ? 1 : 0}`),
-    ),
+    ['tenant', 'cluster', 'machine', 'role', 'state'],
+    ms.flatMap((r) => HEALTH_STATES.map((s) => ({ labels: { tenant: r.tenant, cluster: r.cluster, machine: r.machine, role: r.role, state: s }, value: r.h.state === s ? 1 : 0 }))),
   );
-  const byMetric = new Map<string, string[]>();
+  const byMetric = new Map<string, MetricFamily>();
   for (const r of ms) {
     for (const [metric, value] of Object.entries(r.h.latest ?? {})) {
       if (!Number.isFinite(value)) continue;
       const name = nodeMetricName(metric);
-      const lines = byMetric.get(name) ?? [];
-      lines.push(`${name}${labels({ tenant: r.tenant, cluster: r.cluster, machine: r.machine })} ${value}`);
-      byMetric.set(name, lines);
+      const family = byMetric.get(name) ?? {
+        name,
+        help: `Latest collected node sample ${metric}.`,
+        type: name.endsWith('_total') ? 'counter' : 'gauge',
+        labelNames: ['tenant', 'cluster', 'machine'],
+        samples: [],
+      };
+      family.samples.push({ labels: { tenant: r.tenant, cluster: r.cluster, machine: r.machine }, value });
+      byMetric.set(name, family);
     }
   }
-  for (const [name, lines] of [...byMetric].sort(([a], [b]) => a.localeCompare(b))) family(name, 'Latest collected node sample.', lines);
-  return out.join('\n');
-};
+  families.push(...[...byMetric.values()].sort((a, b) => a.name.localeCompare(b.name)));
+  return families;
+}

@@ -6,6 +6,6 @@ import type { AppEnv } from '../context.ts';
 export const countRequests = createMiddleware<AppEnv>(async (c, next) => {
   await next();
   const route = routePath(c, -1) || 'unmatched';
-  c.var.deps.metrics.record(c.req.method, c.res.status === 404 && route === '/*' ? 'unmatched' : route, c.res.status);
+  c.var.deps.metrics.countRequest(c.req.method, c.res.status === 404 && route === '/*' ? 'unmatched' : route, c.res.status);
 });
 

@@ -1,24 +1,26 @@
-export interface HttpMetrics {
-  record(method: string, route: string, status: number): void;
-  snapshot(): { method: string; route: string; status: number; count: number }[];
+import { DomainError } from '../../lib/errors.ts';
+
+/** A Prometheus exposition, ready to serve. */
+export interface Exposition {
+  contentType: string;
+  body: string;
 }
 
-export function createHttpMetrics(): HttpMetrics {
-  const counts = new Map<string, number>();
-  return {
-    record(method, route, status) {
-      const key = `${method}\u0000${route}\u0000${status}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    },
-    snapshot() {
-      return [...counts].map(([key, count]) => {
-        const [method = '', route = '', status = '0'] = key.split('\u0000');
-        return { method, route, status: Number(status), count };
-      });
-    },
-  };
+/**
+ * What handlers and the worker record, and what /metrics serves. The runner backs it with
+ * prom-client (runner/metrics.ts); a host without one (the Worker) serves no metrics.
+ */
+export interface Metrics {
+  /** By matched route pattern (`/v1/clusters/:id`), never the raw path, to bound cardinality. */
+  countRequest(method: string, route: string, status: number): void;
+  runFinished(kind: string, state: string, seconds: number): void;
+  render(): Promise<Exposition>;
 }
 
-export function escapeLabel(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-}
+export const noMetrics: Metrics = {
+  countRequest() {},
+  runFinished() {},
+  render() {
+    return Promise.reject(new DomainError('unavailable', 'metrics_at_home', 'metrics are served by the home runner'));
+  },
+};

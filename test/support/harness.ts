@@ -9,6 +9,7 @@ type Json = any;
 import { openDatabase, runMigrations } from '../../db/client.ts';
 import { createApp, type AppOptions } from '../../functions/app.ts';
 import { nodeRemoteAddress } from '../../runner/remote-address.ts';
+import { createPromMetrics } from '../../runner/metrics.ts';
 import { assembleDeps, type Deps } from '../../functions/context.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { silentLogger } from '../../lib/log.ts';
@@ -62,6 +63,7 @@ export async function createHarness(
       tofu: { pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: 20_000, lockTimeout: '1s' },
     },
     newClusterSecrets: opts.freshSecrets ? generateSecrets : sharedSecrets,
+    metrics: createPromMetrics(() => deps),
   });
   opts.patchDeps?.(deps);
   const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
