@@ -2,17 +2,32 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { z } from 'zod';
 import { usageError } from './exit.ts';
 
-const contextSchema = z.object({ url: z.string().min(1), token: z.string().min(1) });
-const configSchema = z.object({
-  current: z.string().optional(),
-  contexts: z.record(z.string(), contextSchema).default({}),
-});
+export interface CliContext {
+  url: string;
+  token: string;
+}
+export interface CliConfig {
+  current?: string;
+  contexts: Record<string, CliContext>;
+}
 
-export type CliContext = z.infer<typeof contextSchema>;
-export type CliConfig = z.infer<typeof configSchema>;
+const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+
+/** The file is small and ours; a hand check keeps zod out of every command's start-up. */
+function readConfigValue(value: unknown): CliConfig | string {
+  if (value === null || value === undefined) return { contexts: {} };
+  if (typeof value !== 'object' || Array.isArray(value)) return 'not a mapping';
+  const { current, contexts = {} } = value as Record<string, unknown>;
+  if (current !== undefined && !isText(current)) return 'current: must be a context name';
+  if (typeof contexts !== 'object' || contexts === null || Array.isArray(contexts)) return 'contexts: must be a mapping';
+  for (const [name, ctx] of Object.entries(contexts as Record<string, unknown>)) {
+    const c = ctx as Partial<CliContext> | null;
+    if (!c || !isText(c.url) || !isText(c.token)) return `contexts.${name}: needs url and token`;
+  }
+  return { ...(current ? { current } : {}), contexts: contexts as Record<string, CliContext> };
+}
 
 /** `--config`, else `REZUS_CONFIG`, else the XDG location like other CLIs of its kind. */
 export function configPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
@@ -30,9 +45,9 @@ export async function loadConfig(path: string): Promise<CliConfig> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { contexts: {} };
     throw err;
   }
-  const parsed = configSchema.safeParse(parse(text) ?? {});
-  if (!parsed.success) throw usageError(`${path}: not a rezus config (${parsed.error.issues[0]?.message ?? 'invalid'})`);
-  return parsed.data;
+  const parsed = readConfigValue(parse(text));
+  if (typeof parsed === 'string') throw usageError(`${path}: not a rezus config (${parsed})`);
+  return parsed;
 }
 
 /** The file holds tokens: written 0600 (directory 0700) and replaced atomically. */

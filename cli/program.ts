@@ -14,7 +14,8 @@ Exit codes:
   2  usage error: bad arguments, an invalid spec file, not logged in
   3  the API refused the request (its message is shown) or could not be reached
   4  the run was canceled or interrupted
-  130  stopped with Ctrl-C while following a run (the run goes on)`;
+  130  stopped with Ctrl-C while following a run (the run goes on)
+`;
 
 /** The whole command tree; `main.ts` runs it, the completion script is generated from it. */
 export function buildProgram(): Command {

@@ -5,10 +5,8 @@ import type { Run } from '../api-types.ts';
 import type { ApiClient } from '../client.ts';
 import { usageError } from '../exit.ts';
 import { printData, type OutputFormat } from '../output.ts';
-import { executeReconcile, pendingChanges, planReconcile, renderPlan, summarize } from '../reconcile.ts';
 import { resolveCluster } from '../resolve.ts';
 import { progress, session } from '../session.ts';
-import { parseSpecFile } from '../spec.ts';
 import { waitForRun } from '../wait.ts';
 import { exitCodeOf } from '../follow.ts';
 import { submitRun } from './runs.ts';
@@ -52,6 +50,9 @@ async function provisionCluster(api: ApiClient, clusterId: string, format: Outpu
 
 async function applyFile(api: ApiClient, format: OutputFormat, opts: ApplyOptions & { file: string }): Promise<void> {
   const say = progress(format);
+  // Loaded here: the spec schema and the differ are only this command's (start-up time of the others).
+  const { parseSpecFile } = await import('../spec.ts');
+  const { executeReconcile, pendingChanges, planReconcile, renderPlan, summarize } = await import('../reconcile.ts');
   const docs = parseSpecFile(await readSpecSource(opts.file), opts.file === '-' ? 'stdin' : opts.file);
   const report: unknown[] = [];
   let exit = 0;

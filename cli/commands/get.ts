@@ -5,7 +5,6 @@ import { usageError } from '../exit.ts';
 import { age, printData, renderTable, time, type Column } from '../output.ts';
 import { listClusters, listMachines, listTenants, resolveCluster, resolveMachine, resolveTenant } from '../resolve.ts';
 import { session } from '../session.ts';
-import { exportSpec } from '../spec.ts';
 
 export const KINDS = ['tenants', 'clusters', 'machines', 'runs'] as const;
 type Kind = (typeof KINDS)[number];
@@ -86,6 +85,7 @@ async function getAction(api: ApiClient, format: 'table' | 'json' | 'yaml', kind
         if (format === 'table') return process.stdout.write(renderTable([cluster], clusterColumns(tenants)));
         // One cluster as data is its spec, so `get cluster X -o yaml > x.yaml; apply -f x.yaml` round-trips.
         const tenant = await resolveTenant(api, cluster.tenant);
+        const { exportSpec } = await import('../spec.ts');
         return printData(format, exportSpec(tenant, cluster, await listMachines(api, cluster.id)));
       }
       const tenantId = tenantRef ? (await resolveTenant(api, tenantRef)).id : undefined;
@@ -133,7 +133,7 @@ async function describeAction(api: ApiClient, format: 'table' | 'json' | 'yaml',
         resolveTenant(api, cluster.tenant),
         listMachines(api, cluster.id),
         api.json<{ runs: Run[] }>('GET', '/v1/runs', { query: { cluster: cluster.id, limit: 5 } }).then((r) => r.runs),
-        api.json<{ status?: string; reasons?: string[] }>('GET', `/v1/clusters/${cluster.id}/health`).catch(() => undefined),
+        api.json<{ state?: string; reasons?: string[] }>('GET', `/v1/clusters/${cluster.id}/health`).catch(() => undefined),
       ]);
       if (format !== 'table') return printData(format, { cluster, machines, runs, health });
       const s = cluster.settings;
@@ -142,7 +142,7 @@ async function describeAction(api: ApiClient, format: 'table' | 'json' | 'yaml',
           ['Name', cluster.name], ['ID', cluster.id], ['Tenant', tenant.name], ['Endpoint', cluster.endpoint],
           ['Talos', cluster.talosVersion], ['Kubernetes', cluster.kubernetesVersion],
           ['Bootstrapped', cluster.bootstrapped ? time(cluster.bootstrappedAt) : 'no'],
-          ['Health', health?.status ? `${health.status}${health.reasons?.length ? ` (${health.reasons.join('; ')})` : ''}` : '-'],
+          ['Health', health?.state ? `${health.state}${health.reasons?.length ? ` (${health.reasons.join('; ')})` : ''}` : '-'],
           ['Install disk', s.installDisk], ['Installer image', s.installerImage ?? `schematic ${s.schematic ?? '-'}`],
           ['Pod subnets', s.podSubnets?.join(', ')], ['Service subnets', s.serviceSubnets?.join(', ')],
           ['Patches', String(s.patches?.length ?? 0)],
@@ -195,8 +195,9 @@ export function registerGet(program: Command): void {
     .option('-c, --cluster <cluster>', 'the cluster machines (or runs) belong to')
     .option('--limit <n>', 'at most this many runs')
     .action(async (kindWord: string, name: string | undefined, opts: KindOptions, cmd: Command) => {
+      const kind = kindOf(kindWord);
       const { api, format, opts: g } = await session(cmd);
-      await getAction(api, format, kindOf(kindWord), name, opts, g.tenant);
+      await getAction(api, format, kind, name, opts, g.tenant);
     });
   program
     .command('describe')
@@ -205,7 +206,8 @@ export function registerGet(program: Command): void {
     .argument('<name>', 'a name or id')
     .option('-c, --cluster <cluster>', 'the cluster a machine belongs to')
     .action(async (kindWord: string, name: string, opts: KindOptions, cmd: Command) => {
+      const kind = kindOf(kindWord);
       const { api, format, opts: g } = await session(cmd);
-      await describeAction(api, format, kindOf(kindWord), name, opts, g.tenant);
+      await describeAction(api, format, kind, name, opts, g.tenant);
     });
 }
