@@ -28,6 +28,7 @@ beforeAll(async () => {
     // No collect pass in the middle of the runs this suite counts.
     REZUS_COLLECT_CRON: '0 0 1 1 *',
     REZUS_SHUTDOWN_GRACE_S: '2',
+    REZUS_WORKER_CONCURRENCY: '1',
   });
 }, 30_000);
 
@@ -257,27 +258,6 @@ describe('rezus CLI against a real runner', () => {
     expect(talos.contexts.lab.crt).toBeTruthy();
   });
 
-  it('a failing run exits 1, a canceled one 4', async () => {
-    const bad = await writeSpec('bad.yaml', spec({ name: 'broken', delay: 'soon' }));
-    const res = await rezus(['apply', '-f', bad, '--provision']);
-    expect(res.exitCode).toBe(1);
-    expect(res.stdout).toContain('Invalid value for input variable');
-    expect(res.stdout).toMatch(/provision: plan failed/);
-
-    // A cluster whose apply takes 30 s, made and canceled through the API directly.
-    const { id: tenant } = ((await api('/v1/tenants')) as { tenants: { id: string }[] }).tenants[0]!;
-    const slow = (await api('/v1/clusters', {
-      method: 'POST',
-      body: { tenant, name: 'slow', endpoint: 'https://[2001:db8::3]:6443', providerSettings: { local: { apply_delay_seconds: 30 } } },
-    })) as { id: string };
-    await api(`/v1/clusters/${slow.id}/machines`, { method: 'POST', body: { name: 'cp1', role: 'controlplane', provider: 'local' } });
-    const started = JSON.parse((await rezus(['apply', 'slow', '-o', 'json'])).stdout) as { id: string };
-    await api(`/v1/runs/${started.id}/cancel`, { method: 'POST' });
-    const followed = await rezus(['logs', '-f', started.id]);
-    expect(followed.exitCode).toBe(4);
-    expect(followed.stdout).toMatch(new RegExp(`run ${started.id} (canceled|interrupted)`));
-  });
-
   it('has --help on commands and a bash completion generated from them', async () => {
     const help = await rezus(['apply', '--help']);
     expect(help.exitCode).toBe(0);
@@ -293,5 +273,28 @@ describe('rezus CLI against a real runner', () => {
     expect(complete.stdout.split(' ').sort()).toEqual(['cl', 'cluster', 'clusters']);
     const top = await execa('bash', ['-c', `source ${file}; COMP_WORDS=(rezus kube); COMP_CWORD=1; _rezus_complete; echo "\${COMPREPLY[@]}"`]);
     expect(top.stdout).toBe('kubeconfig');
+  });
+
+  it('a failing run exits 1, a canceled one 4', async () => {
+    // tofu refuses a delay that is not a number: the plan run fails.
+    const bad = await writeSpec('lab-bad.yaml', spec({ name: 'lab', w1MaxPods: '150', delay: 'soon' }));
+    const res = await rezus(['apply', '-f', bad, '--provision']);
+    expect(res.exitCode).toBe(1);
+    expect(res.stdout).toContain('Invalid value for input variable');
+    expect(res.stdout).toMatch(/provision: plan failed/);
+
+    // The one worker is held by a 30 s apply, so the next run stays queued, and a queued run cancels at once.
+    const { clusters } = (await api('/v1/clusters')) as { clusters: { id: string }[] };
+    const lab = clusters[0]!.id;
+    await api(`/v1/clusters/${lab}`, { method: 'PATCH', body: { providerSettings: { local: { apply_delay_seconds: 30 } } } });
+    await api(`/v1/clusters/${lab}/provision`, { method: 'POST', body: { mode: 'apply' } });
+    const queued = await rezus(['backup', '-o', 'json']);
+    expect(queued.exitCode, queued.stderr).toBe(0);
+    const run = JSON.parse(queued.stdout) as { id: string; state: string };
+    expect(run.state).toBe('queued');
+    await api(`/v1/runs/${run.id}/cancel`, { method: 'POST' });
+    const followed = await rezus(['logs', '-f', run.id]);
+    expect(followed.exitCode).toBe(4);
+    expect(followed.stdout).toContain(`run ${run.id} canceled`);
   });
 });
