@@ -1,4 +1,6 @@
 import { Command, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { registerApply } from './commands/apply.ts';
 import { registerClientConfigs } from './commands/configs.ts';
 import { KIND_WORDS, registerGet } from './commands/get.ts';
@@ -17,11 +19,24 @@ Exit codes:
   130  stopped with Ctrl-C while following a run (the run goes on)
 `;
 
+/** The package's version: package.json is one level up from the source and two from dist/cli/. */
+function packageVersion(): string {
+  for (let dir = import.meta.dirname, i = 0; i < 3; i++, dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'rezuscloud' && pkg.version) return pkg.version;
+    } catch {
+      // not here; look one level up
+    }
+  }
+  return 'unknown';
+}
+
 /** The whole command tree; `main.ts` runs it, the completion script is generated from it. */
 export function buildProgram(): Command {
   const program = new Command('rezus')
     .description('RezusCloud from the terminal: contexts, inventory, runs, and clusters declared in files')
-    .version(process.env.npm_package_version ?? '0.1.0', '--version')
+    .version(packageVersion(), '--version')
     .option('--config <path>', 'config file (default: $REZUS_CONFIG or ~/.config/rezus/config.yaml)')
     .option('--context <name>', 'use this context instead of the current one')
     .option('--tenant <tenant>', 'tenant name or id, when a cluster name exists in several tenants')
