@@ -6,10 +6,42 @@ import { usageError } from '../exit.ts';
 import { renderTable } from '../output.ts';
 import type { GlobalOptions } from '../session.ts';
 
-async function readTokenFromStdin(): Promise<string> {
-  if (process.stdin.isTTY) throw usageError('give the token with --token, or pipe it on stdin (e.g. `rezus login URL < data/admin-token`)');
-  const token = (await text(process.stdin)).trim();
-  if (!token) throw usageError('no token on stdin');
+/** Asks on the terminal without echoing: a token typed in should not stay on the screen. */
+function promptHidden(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  stdin.resume();
+  return new Promise((resolve) => {
+    let value = '';
+    const finish = () => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n') {
+          finish();
+          return resolve(value);
+        }
+        // Raw mode swallows Ctrl-C's signal; honour it the usual way.
+        if (ch === '\u0003') {
+          finish();
+          process.exit(130);
+        }
+        value = ch === '\u007f' ? value.slice(0, -1) : value + ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}
+
+async function readToken(): Promise<string> {
+  const token = (process.stdin.isTTY ? await promptHidden('token: ') : await text(process.stdin)).trim();
+  if (!token) throw usageError('no token given (--token, stdin, or typed at the prompt)');
   return token;
 }
 
@@ -22,7 +54,7 @@ export function registerLogin(program: Command): void {
     .command('login')
     .description('store an API URL and token as a context and make it current (the token is checked first)')
     .argument('<url>', 'the RezusCloud API, e.g. http://localhost:8080')
-    .option('--token <token>', 'admin or tenant token (default: read from stdin)')
+    .option('--token <token>', 'admin or tenant token (default: read from stdin, or asked for on a terminal)')
     .option('--name <name>', 'context name (default: the URL host)')
     .action(async (rawUrl: string, opts: { token?: string; name?: string }, cmd: Command) => {
       let url: URL;
@@ -32,7 +64,7 @@ export function registerLogin(program: Command): void {
         throw usageError(`"${rawUrl}" is not a URL (like http://localhost:8080)`);
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usageError(`${rawUrl}: use http:// or https://`);
-      const token = opts.token ?? (await readTokenFromStdin());
+      const token = opts.token ?? (await readToken());
       const base = url.toString().replace(/\/+$/, '');
       // A wrong URL or token fails here, before anything is written.
       await new ApiClient(base, token).json('GET', '/v1/tenants');
