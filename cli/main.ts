@@ -24,8 +24,8 @@ async function main(argv: string[]): Promise<number> {
     return Number(process.exitCode ?? 0);
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok;
-      return EXIT.usage;
+      // --help and --version end with 0; help shown because a command was missing is a usage error.
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (err instanceof ApiFailure) {
       process.stderr.write(`error: ${err.message} (${err.code}, HTTP ${err.status})${detailsLine(err.details)}\n`);
