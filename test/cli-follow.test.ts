@@ -1,0 +1,65 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiClient, ApiFailure } from '../cli/client.ts';
+import { followRun } from '../cli/follow.ts';
+
+// The SSE follower against a loopback server that drops the stream mid-run, as a proxy or a
+// runner restart would: the CLI must resume after the last event it saw, print nothing twice,
+// and end on the server's `end` event.
+
+let server: Server | undefined;
+afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
+
+function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  server = createServer(handler);
+  return new Promise((resolve) => server!.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server!.address() as AddressInfo).port}`)));
+}
+
+const event = (seq: number) => `id: ${seq}\nevent: run-event\ndata: ${JSON.stringify({ seq, at: 0, type: 'step', level: 'info', message: `step ${seq}` })}\n\n`;
+
+describe('followRun', () => {
+  it('resumes a dropped stream after the last event id and returns the ended run', async () => {
+    const resumedFrom: (string | undefined)[] = [];
+    let streams = 0;
+    const url = await serve((req, res) => {
+      if (req.url === '/v1/runs/run_x/events' && req.headers.accept === 'text/event-stream') {
+        streams++;
+        resumedFrom.push(req.headers['last-event-id'] as string | undefined);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (streams === 1) {
+          res.write(': following run\n\n' + event(1) + event(2));
+          // Let the client read both events, then cut the connection without an `end`.
+          setTimeout(() => res.destroy(), 50);
+          return;
+        }
+        // A server that resends from an older id: the client must not print event 2 again.
+        res.end(event(2) + event(3) + `event: end\ndata: ${JSON.stringify({ id: 'run_x', state: 'succeeded' })}\n\n`);
+        return;
+      }
+      if (req.url === '/v1/runs/run_x') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'run_x', state: 'running' }));
+        return;
+      }
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { code: 'not_found', message: 'no such route' } }));
+    });
+
+    const seen: number[] = [];
+    const run = await followRun(new ApiClient(url, 't'), 'run_x', (e) => seen.push(e.seq));
+    expect(seen).toEqual([1, 2, 3]);
+    expect(run.state).toBe('succeeded');
+    expect(resumedFrom).toEqual([undefined, '2']);
+  });
+
+  it("surfaces the API's error message instead of retrying", async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { code: 'not_found', message: 'run not found' } }));
+    });
+    const err = await followRun(new ApiClient(url, 't'), 'run_gone', () => {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiFailure);
+    expect(err).toMatchObject({ status: 404, code: 'not_found', message: 'run not found', exitCode: 3 });
+  });
+});
