@@ -10,7 +10,6 @@ const { values } = parseArgs({
     db: { type: 'string' },
     token: { type: 'string' },
     'stream-idle-ms': { type: 'string' },
-    'foreign-keys': { type: 'boolean', default: false },
   },
 });
 
@@ -19,7 +18,7 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-if (!values.db) fail('usage: main.ts --db <file> [--port N] [--host H] [--token T] [--stream-idle-ms N] [--foreign-keys]');
+if (!values.db) fail('usage: main.ts --db <file> [--port N] [--host H] [--token T] [--stream-idle-ms N]');
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be 0..65535, got ${values.port}`);
 const streamIdleMs = values['stream-idle-ms'] === undefined ? undefined : Number(values['stream-idle-ms']);
@@ -31,7 +30,6 @@ const sim = await startHranaSim({
   host: values.host,
   authToken: values.token ?? process.env.HRANA_SIM_TOKEN,
   streamIdleMs,
-  foreignKeys: values['foreign-keys'],
 });
 console.log(`hrana sim listening on ${sim.url} (db ${values.db})`);
 

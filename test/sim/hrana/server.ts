@@ -26,8 +26,6 @@ export interface HranaSimOptions {
   streamIdleMs?: number;
   /** How long a statement waits for another stream's write lock. Default 5 s. */
   busyTimeoutMs?: number;
-  /** `PRAGMA foreign_keys = ON` on every stream's connection (SQLite's default is off). */
-  foreignKeys?: boolean;
   /** Largest request body accepted, in bytes. Default 16 MiB. */
   maxBodyBytes?: number;
 }
@@ -72,7 +70,7 @@ function digest(text: string): Buffer {
 
 export async function startHranaSim(opts: HranaSimOptions): Promise<HranaSim> {
   const streamIdleMs = opts.streamIdleMs ?? 10_000;
-  const streamOpts = { busyTimeoutMs: opts.busyTimeoutMs ?? 5_000, foreignKeys: opts.foreignKeys ?? false };
+  const streamOpts = { busyTimeoutMs: opts.busyTimeoutMs ?? 5_000 };
   const maxBodyBytes = opts.maxBodyBytes ?? 16 * 1024 * 1024;
   const tokenDigest = opts.authToken === undefined ? undefined : digest(opts.authToken);
   const held = new Map<string, Held>();

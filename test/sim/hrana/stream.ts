@@ -15,11 +15,11 @@ import {
 import { valueFromSql, valueToSql, type SqlValue } from './values.ts';
 
 type Connection = InstanceType<typeof Database>;
+type Prepared = ReturnType<Connection['prepare']>;
 
 export interface StreamOptions {
   /** How long a statement waits for another connection's write lock before failing with SQLITE_BUSY. */
   busyTimeoutMs: number;
-  foreignKeys: boolean;
 }
 
 interface EngineError {
@@ -44,14 +44,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // The engine's calls are synchronous, so SQLite's own busy handler would block the event loop and
 // with it the very request (a COMMIT on another stream) that releases the lock. Waiting here, between
 // attempts, lets that request run. Only a plain SQLITE_BUSY is retried: an extended code such as
-// BUSY_SNAPSHOT means the transaction's snapshot is stale and waiting cannot fix it.
+// BUSY_SNAPSHOT means the transaction's snapshot is stale, and "statements in progress" cannot
+// clear by waiting.
 async function retryWhileBusy<T>(attempt: () => T, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
     try {
       return attempt();
     } catch (err) {
-      const busy = isEngineError(err) && err.code === 'SQLITE_BUSY' && (err.rawCode === undefined || err.rawCode === 5);
+      const busy =
+        isEngineError(err) &&
+        err.code === 'SQLITE_BUSY' &&
+        (err.rawCode === undefined || err.rawCode === 5) &&
+        !err.message.includes('statements in progress');
       if (!busy || Date.now() >= deadline) throw err;
       await sleep(delay);
     }
@@ -70,8 +75,9 @@ export class SqlStream {
     path: string,
     private readonly opts: StreamOptions,
   ) {
+    // Foreign keys are enforced without a PRAGMA: libsql (the engine here and sqld's) is built with
+    // SQLITE_DEFAULT_FOREIGN_KEYS=1.
     this.conn = new Database(path);
-    if (opts.foreignKeys) this.conn.exec('PRAGMA foreign_keys = ON');
     this.counters = this.conn.prepare('SELECT changes(), last_insert_rowid(), total_changes()');
     this.counters.safeIntegers(true);
     this.counters.raw(true);
@@ -104,17 +110,6 @@ export class SqlStream {
   async execute(stmt: Stmt): Promise<StmtResult> {
     const sql = this.resolveSql(stmt.sql, stmt.sql_id);
     const args = this.bindArgs(sql, stmt);
-    return retryWhileBusy(() => this.executeOnce(sql, args, stmt.want_rows ?? true), this.opts.busyTimeoutMs);
-  }
-
-  private counterValues(): { changes: bigint; lastRowid: bigint; total: bigint } {
-    const row = this.counters.all([])[0] as [bigint, bigint, bigint];
-    return { changes: row[0], lastRowid: row[1], total: row[2] };
-  }
-
-  private executeOnce(sql: string, args: SqlValue[], wantRows: boolean): StmtResult {
-    const started = performance.now();
-    const before = this.counterValues().total;
     const prepared = this.conn.prepare(sql);
     prepared.safeIntegers(true);
     let returnsData = true;
@@ -124,6 +119,20 @@ export class SqlStream {
       // raw() refuses statements that produce no columns (INSERT without RETURNING, DDL, ...).
       returnsData = false;
     }
+    // A statement that failed with SQLITE_BUSY stays active in the engine (SQLite expects it to be
+    // stepped again) and would block this connection's COMMIT until it is garbage-collected, so the
+    // retry steps the same prepared statement rather than a fresh one.
+    return retryWhileBusy(() => this.run(prepared, returnsData, args, stmt.want_rows ?? true), this.opts.busyTimeoutMs);
+  }
+
+  private counterValues(): { changes: bigint; lastRowid: bigint; total: bigint } {
+    const row = this.counters.all([])[0] as [bigint, bigint, bigint];
+    return { changes: row[0], lastRowid: row[1], total: row[2] };
+  }
+
+  private run(prepared: Prepared, returnsData: boolean, args: SqlValue[], wantRows: boolean): StmtResult {
+    const started = performance.now();
+    const before = this.counterValues().total;
     let rows: unknown[][] = [];
     let cols: StmtResult['cols'] = [];
     if (returnsData) {
