@@ -36,7 +36,8 @@ beforeAll(async () => {
       REZUS_DB_URL: { type: 'plain_text', value: sim.url },
       REZUS_DB_AUTH_TOKEN: { type: 'secret_text', value: TOKEN },
     },
-    dev: { server: { hostname: '127.0.0.1', port: 0 }, inspector: false, logLevel: 'warn' },
+    // Local state (caches, traces) goes to the temp dir, not next to the fixture in the repo.
+    dev: { server: { hostname: '127.0.0.1', port: 0 }, inspector: false, logLevel: 'warn', persist: join(dir, 'wrangler-state') },
   });
   workerUrl = await worker.url;
 }, 90_000);
