@@ -247,6 +247,32 @@ describe('Hrana 3 JSON details (raw protocol)', () => {
     expect(replay.body.code).toBe('STREAM_EXPIRED');
   });
 
+  it('streams a batch through /v3/cursor as JSON lines', async () => {
+    const res = await fetch(`${sim.url}/v3/cursor`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({
+        baton: null,
+        batch: {
+          steps: [
+            { stmt: { sql: 'SELECT 1 AS a UNION ALL SELECT 2' } },
+            { stmt: { sql: 'SELECT * FROM nowhere' } },
+            { condition: { type: 'ok', step: 1 }, stmt: { sql: 'SELECT 3' } },
+          ],
+        },
+      }),
+    });
+    expect(res.status).toBe(200);
+    const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l));
+    expect(typeof lines[0].baton).toBe('string');
+    expect(lines.slice(1).map((e: { type: string }) => e.type)).toEqual(['step_begin', 'row', 'row', 'step_end', 'step_error']);
+    expect(lines[2].row).toEqual([{ type: 'integer', value: '1' }]);
+    expect(lines[5].step).toBe(1);
+    // The cursor's stream stays open under the returned baton until the client closes it.
+    const closed = await pipeline(3, { baton: lines[0].baton, requests: [{ type: 'close' }] });
+    expect(closed.body.baton).toBeNull();
+  });
+
   it('describes a statement: parameters, columns, read-only', async () => {
     const res = await pipeline(3, {
       baton: null,
