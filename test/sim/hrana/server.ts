@@ -1,7 +1,6 @@
 // A Hrana-over-HTTP server (tursodatabase/libsql docs/HRANA_3_SPEC.md, "Hrana over HTTP") backed by
 // the embedded libsql engine: what `@libsql/client` with an http:// URL talks to, standing in for
-// sqld/Turso in tests. JSON encoding only: `GET /v3-protobuf` answers 404, which makes a client that
-// probes for Protobuf fall back to `/v2/pipeline`.
+// sqld/Turso in tests. Pipelines and cursors in JSON (`/v2`, `/v3`) and Protobuf (`/v3-protobuf`).
 //
 // Each stream owns one connection to the database file. A pipeline without a baton opens a stream;
 // the response carries a fresh, random baton unless the stream was closed; a stream whose baton is
@@ -10,7 +9,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import Database from 'libsql';
-import { HranaFault, type CursorEntry, type HranaError, type PipelineRespBody, type StreamRequest, type StreamResponse, type StreamResult } from './proto.ts';
+import { HranaFault, type CursorEntry, type CursorReqBody, type HranaError, type PipelineReqBody, type PipelineRespBody, type StreamRequest, type StreamResponse, type StreamResult } from './proto.ts';
+import { decodeCursorRequest, decodePipelineRequest, encodeCursorResponse, encodePipelineResponse } from './protobuf.ts';
 import { cursorReqBody, pipelineReqBody } from './schema.ts';
 import { SqlStream, errorToProto } from './stream.ts';
 
@@ -146,13 +146,23 @@ export async function startHranaSim(opts: HranaSimOptions): Promise<HranaSim> {
     }
   }
 
-  async function pipeline(version: 2 | 3, body: unknown): Promise<PipelineRespBody> {
+  function parseCursor(body: unknown): CursorReqBody {
+    const parsed = cursorReqBody.safeParse(body);
+    if (!parsed.success) throw new HttpFault(400, `invalid cursor request: ${parsed.error.message}`, 'PROTO_ERROR');
+    return parsed.data;
+  }
+
+  function parsePipeline(body: unknown): PipelineReqBody {
     const parsed = pipelineReqBody.safeParse(body);
     if (!parsed.success) throw new HttpFault(400, `invalid pipeline request: ${parsed.error.message}`, 'PROTO_ERROR');
-    const stream = takeStream(parsed.data.baton);
+    return parsed.data;
+  }
+
+  async function pipeline(version: 2 | 3, body: PipelineReqBody): Promise<PipelineRespBody> {
+    const stream = takeStream(body.baton);
     const results: StreamResult[] = [];
     let closed = false;
-    for (const req of parsed.data.requests) {
+    for (const req of body.requests) {
       if (closed) {
         results.push({ type: 'error', error: { message: 'the stream is closed', code: 'STREAM_CLOSED' } });
         continue;
@@ -168,15 +178,13 @@ export async function startHranaSim(opts: HranaSimOptions): Promise<HranaSim> {
     return { baton: closed ? null : issueBaton(stream), base_url: null, results };
   }
 
-  // The cursor endpoint answers with the whole batch at once (one JSON line per entry) instead of
-  // streaming rows as they are produced; clients read it the same way.
-  async function cursor(body: unknown): Promise<string> {
-    const parsed = cursorReqBody.safeParse(body);
-    if (!parsed.success) throw new HttpFault(400, `invalid cursor request: ${parsed.error.message}`, 'PROTO_ERROR');
-    const stream = takeStream(parsed.data.baton);
+  // The cursor endpoint answers with the whole batch at once instead of streaming rows as they are
+  // produced; clients read it the same way.
+  async function cursor(body: CursorReqBody): Promise<{ baton: string; entries: CursorEntry[] }> {
+    const stream = takeStream(body.baton);
     const entries: CursorEntry[] = [];
     try {
-      const result = await stream.batch(parsed.data.batch, { version: 3 });
+      const result = await stream.batch(body.batch, { version: 3 });
       result.step_results.forEach((res, step) => {
         const error = result.step_errors[step];
         if (error) entries.push({ type: 'step_error', step, error });
@@ -188,11 +196,19 @@ export async function startHranaSim(opts: HranaSimOptions): Promise<HranaSim> {
     } catch (err) {
       entries.push({ type: 'error', error: errorToProto(err) });
     }
-    const head = { baton: issueBaton(stream), base_url: null };
-    return [head, ...entries].map((e) => JSON.stringify(e)).join('\n') + '\n';
+    return { baton: issueBaton(stream), entries };
   }
 
-  async function readJson(req: IncomingMessage): Promise<unknown> {
+  function decodeProtobuf<T>(decode: (body: Uint8Array) => T, body: Uint8Array): T {
+    try {
+      return decode(body);
+    } catch (err) {
+      if (err instanceof HranaFault && !(err instanceof HttpFault)) throw new HttpFault(400, err.message, err.code);
+      throw err;
+    }
+  }
+
+  async function readBody(req: IncomingMessage): Promise<Buffer> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -200,14 +216,19 @@ export async function startHranaSim(opts: HranaSimOptions): Promise<HranaSim> {
       if (size > maxBodyBytes) throw new HttpFault(413, `request body larger than ${maxBodyBytes} bytes`, 'BODY_TOO_LARGE');
       chunks.push(chunk);
     }
+    return Buffer.concat(chunks);
+  }
+
+  async function readJson(req: IncomingMessage): Promise<unknown> {
+    const body = await readBody(req);
     try {
-      return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      return JSON.parse(body.toString('utf8'));
     } catch {
       throw new HttpFault(400, 'request body is not valid JSON', 'PROTO_ERROR');
     }
   }
 
-  function send(res: ServerResponse, status: number, body: string, type = 'application/json'): void {
+  function send(res: ServerResponse, status: number, body: string | Uint8Array, type = 'application/json'): void {
     res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
     res.end(body);
   }
@@ -216,20 +237,30 @@ export async function startHranaSim(opts: HranaSimOptions): Promise<HranaSim> {
     const path = new URL(req.url ?? '/', 'http://sim').pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     // Version probes carry no token (the client sends none), so they are public, as on sqld.
-    if (method === 'GET' && (path === '/v2' || path === '/v3' || path === '/health')) return send(res, 200, '', 'text/plain');
+    if (method === 'GET' && ['/v2', '/v3', '/v3-protobuf', '/health'].includes(path)) return send(res, 200, '', 'text/plain');
     if (method === 'POST' && (path === '/v2/pipeline' || path === '/v3/pipeline')) {
       authorize(req);
-      const body = await pipeline(path === '/v2/pipeline' ? 2 : 3, await readJson(req));
+      const body = await pipeline(path === '/v2/pipeline' ? 2 : 3, parsePipeline(await readJson(req)));
       counts.requests++;
       return send(res, 200, JSON.stringify(body));
     }
-    if (method === 'POST' && path === '/v3/cursor') {
+    if (method === 'POST' && path === '/v3-protobuf/pipeline') {
       authorize(req);
-      const body = await cursor(await readJson(req));
+      const body = await pipeline(3, decodeProtobuf(decodePipelineRequest, await readBody(req)));
       counts.requests++;
-      return send(res, 200, body, 'text/plain');
+      return send(res, 200, encodePipelineResponse(body), 'application/x-protobuf');
     }
-    throw new HttpFault(404, `${method} ${path} is not served (JSON Hrana 2 and 3 over HTTP only)`, 'NOT_FOUND');
+    if (method === 'POST' && (path === '/v3/cursor' || path === '/v3-protobuf/cursor')) {
+      authorize(req);
+      const json = path === '/v3/cursor';
+      const request = json ? parseCursor(await readJson(req)) : decodeProtobuf(decodeCursorRequest, await readBody(req));
+      const { baton, entries } = await cursor(request);
+      counts.requests++;
+      if (!json) return send(res, 200, encodeCursorResponse(baton, entries), 'application/x-protobuf');
+      const lines = [{ baton, base_url: null }, ...entries].map((e) => JSON.stringify(e));
+      return send(res, 200, lines.join('\n') + '\n', 'text/plain');
+    }
+    throw new HttpFault(404, `${method} ${path} is not served (Hrana 2 and 3 over HTTP)`, 'NOT_FOUND');
   }
 
   const server = http.createServer((req, res) => {
