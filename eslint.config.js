@@ -23,7 +23,7 @@ const NODE_ONLY = {
 const NODE_LIB = ['lib/tofu/**', 'lib/kube/**', 'lib/talos/api/**', 'lib/crypto/master-key.ts', 'lib/mesh/node/**', 'lib/log.ts'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'db/migrations/', 'test/screenshots/', '.wrangler/', 'lib/talos/schema/validators.js'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'db/migrations/', 'test/screenshots/', '.wrangler/', '**/.wrangler/', 'lib/talos/schema/validators.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

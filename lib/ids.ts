@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
-
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 
 /** Prefixed random ids (`cl_…`, `run_…`): readable in logs, 80 bits of randomness. */
 export function newId(prefix: string): string {
-  const bytes = randomBytes(10);
+  // Web Crypto rather than node:crypto, so the ids can be minted in a Worker too.
+  const bytes = crypto.getRandomValues(new Uint8Array(10));
   let bits = 0;
   let value = 0;
   let out = '';
