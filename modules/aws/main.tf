@@ -81,7 +81,7 @@ variable "enable_ipv6" {
   type        = bool
 }
 
-variable "associate_public_ipv4" {
+variable "public_ipv4" {
   description = "Give each instance a public IPv4 address, whatever the subnet's map_public_ip_on_launch says."
   type        = bool
   default     = true
@@ -145,7 +145,7 @@ resource "aws_instance" "machine" {
   instance_type               = local.spec[each.key].size
   subnet_id                   = local.spec[each.key].subnet_id
   vpc_security_group_ids      = var.security_group_ids
-  associate_public_ip_address = var.associate_public_ipv4
+  associate_public_ip_address = var.public_ipv4
   ipv6_address_count          = var.enable_ipv6 ? 1 : 0
   # The raw config: the provider encodes it, and checks its size at plan only for this form.
   user_data = var.machines[each.key].user_data

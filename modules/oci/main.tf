@@ -77,7 +77,7 @@ variable "enable_ipv6" {
   type        = bool
 }
 
-variable "assign_public_ipv4" {
+variable "public_ipv4" {
   description = "Give each primary VNIC a public IPv4 address (the subnet must be public)."
   type        = bool
   default     = true
@@ -127,7 +127,7 @@ resource "oci_core_instance" "machine" {
 
   create_vnic_details {
     subnet_id        = var.subnet_id
-    assign_public_ip = var.assign_public_ipv4
+    assign_public_ip = var.public_ipv4
     assign_ipv6ip    = var.enable_ipv6
   }
 
