@@ -8,6 +8,8 @@ export interface UpgradeParams {
   talosVersion: string;
   /** Installer image reference; when absent, the cluster's schematic (or installer image) at talosVersion. */
   image: string;
+  /** Machine id → its own platform's installer; wins over `image` (absent when the caller named one image). */
+  images?: Record<string, string>;
   batchSize: number;
   /** Legacy API only: install now, activate on the next reboot (RezusCloud then reboots the node). */
   stage: boolean;
@@ -29,9 +31,14 @@ function repositoryOf(image: string): string {
  * The installer for `version`: the cluster's own installer image re-tagged (a pinned digest names
  * the old version, so it is dropped), else the Image Factory image of its schematic.
  */
-export function defaultUpgradeImage(settings: Pick<ClusterTalosSettings, 'schematic' | 'installerImage'>, version: string): string {
+export function defaultUpgradeImage(settings: Pick<ClusterTalosSettings, 'schematic' | 'installerImage'>, version: string, platform?: string): string {
   if (settings.installerImage) return `${repositoryOf(settings.installerImage)}:${version}`;
-  return installerImage(settings.schematic, version);
+  return installerImage(settings.schematic, version, platform ? { platform } : {});
+}
+
+/** The image one machine upgrades to. */
+export function upgradeImageOf(params: Pick<UpgradeParams, 'image' | 'images'>, machineId: string): string {
+  return params.images?.[machineId] ?? params.image;
 }
 
 export type UpgradeApi = 'lifecycle' | 'legacy';
