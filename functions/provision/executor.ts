@@ -108,7 +108,8 @@ export const provisionExecutor: Executor<Deps> = async ({ run, deps, emit, signa
   } catch (err) {
     await pending;
     if (err instanceof TofuCommandError) {
-      const why = err.diagnostics.length ? `: ${err.diagnostics.join('; ')}` : '';
+      // The message already carries the first diagnostic.
+      const why = err.diagnostics.length > 1 ? `; ${err.diagnostics.slice(1).join('; ')}` : '';
       throw new RunError(`${err.message}${why}`);
     }
     throw err;
