@@ -2,7 +2,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { withClusterDefaults } from '../lib/cloud/cluster-defaults.ts';
 import { MODULE_VARIABLES } from '../lib/cloud/module-variables.ts';
+import { composeRootModule } from '../functions/provision/root-module.ts';
 import { checkProviderSettings } from '../lib/cloud/provider-settings.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
 import { renderModuleVariables } from './support/hcl.ts';
@@ -43,6 +45,17 @@ describe('checkProviderSettings', () => {
     ]);
     expect(checkProviderSettings({ hetzner: { firewall_ids: ['12', '34'], enable_ipv4: false }, openstack: { network_ids: ['a'] } })).toEqual([]);
     expect(checkProviderSettings({ hetzner: { firewall_ids: ['web'] } })[0]?.message).toBe('must be a list of numbers');
+  });
+});
+
+describe('withClusterDefaults', () => {
+  it('gives the AWS AMI lookup the cluster’s Talos version unless the user chose one', () => {
+    const root = composeRootModule(['aws', 'local'], withClusterDefaults({ aws: { region: 'eu-west-1' } }, { talosVersion: 'v1.13.9' })) as {
+      module: Record<string, Record<string, unknown>>;
+    };
+    expect(root.module.aws).toMatchObject({ region: 'eu-west-1', talos_version: 'v1.13.9' });
+    expect(root.module.local).not.toHaveProperty('talos_version');
+    expect(withClusterDefaults({ aws: { talos_version: 'v1.12.11' } }, { talosVersion: 'v1.13.9' }).aws).toEqual({ talos_version: 'v1.12.11' });
   });
 });
 

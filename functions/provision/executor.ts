@@ -1,6 +1,7 @@
 import { and, eq, ne } from 'drizzle-orm';
 import { join } from 'node:path';
 import { clusters, machines } from '../../db/schema/index.ts';
+import { withClusterDefaults } from '../../lib/cloud/cluster-defaults.ts';
 import { RunError, type Executor } from '../../lib/jobs/executor.ts';
 import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspace, type RunEvent, type TofuOutput } from '../../lib/tofu/index.ts';
 import type { Deps } from '../deps.ts';
@@ -60,7 +61,8 @@ export const provisionExecutor: Executor<Deps> = async ({ run, deps, emit, signa
   });
   const cred = await mintStateCredential(deps, { runId: run.id, tenantId: cluster.tenantId, clusterId: cluster.id, ttlMs: STATE_CREDENTIAL_TTL_MS });
   const rootDir = join(deps.settings.dataDir, 'roots', cluster.tenantId, cluster.id);
-  await writeRootModule(rootDir, providers, ((cluster.settings as { providerSettings?: ProviderSettings }).providerSettings ?? {}));
+  const settings = (cluster.settings as { providerSettings?: ProviderSettings }).providerSettings ?? {};
+  await writeRootModule(rootDir, providers, withClusterDefaults(settings, cluster));
   const ws = new TofuWorkspace({
     binary: binary.path,
     dataDir: deps.settings.dataDir,
