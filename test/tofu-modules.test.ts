@@ -2,6 +2,7 @@ import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { CREDENTIAL_ENV } from '../lib/cloud/credential-env.ts';
 import { resolveTofuBinary } from '../lib/tofu/binary.ts';
 import { runTofu } from '../lib/tofu/executor.ts';
 import {
@@ -69,6 +70,17 @@ describe('modules/', () => {
     expect(dirs.sort()).toEqual([...MODULES].sort());
     const readme = await readFile(path.join(MODULES_ROOT, 'README.md'), 'utf8');
     for (const cred of ['HCLOUD_TOKEN', 'AWS_ACCESS_KEY_ID', 'OS_AUTH_URL', 'OCI_TENANCY_OCID']) expect(readme).toContain(cred);
+  });
+
+  it('README’s credential table lists exactly lib/cloud/credential-env.ts, and no TF_VAR_ name', async () => {
+    const readme = await readFile(path.join(MODULES_ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Credentials'), readme.indexOf('## What the account must allow'));
+    for (const [provider, names] of Object.entries(CREDENTIAL_ENV)) {
+      const row = section.split('\n').find((l) => l.startsWith(`| \`${provider}\` |`));
+      const allowed = row?.split('|')[2] ?? '';
+      expect([...allowed.matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1])).toEqual([...names]);
+      for (const n of names) expect(n).not.toMatch(/^TF_VAR_/);
+    }
   });
 
   it.each(MODULES)('%s is formatted (tofu fmt -check)', async (name) => {
