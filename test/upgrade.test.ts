@@ -16,6 +16,8 @@ type Json = any;
 const FROM = 'v1.13.2';
 const TO = 'v1.13.9';
 const IMAGE = `factory.talos.dev/installer/${VANILLA_SCHEMATIC}:${TO}`;
+/** Metal machines upgrade to the metal platform's installer, not the generic one. */
+const METAL_IMAGE = `factory.talos.dev/metal-installer/${VANILLA_SCHEMATIC}:${TO}`;
 const UPGRADE_CALLS = ['Upgrade', 'ImageService/Pull', 'LifecycleService/Upgrade', 'Reboot'];
 
 let h: Harness | undefined;
@@ -90,12 +92,13 @@ describe('rolling Talos upgrade', () => {
     expect(run.error).toBeNull();
     expect(run.state).toBe('succeeded');
     expect(run.params.image).toBe(IMAGE);
+    expect(Object.values(run.params.images as Record<string, string>)).toEqual(Array(6).fill(METAL_IMAGE));
 
     for (const name of ['cp1', 'cp2', 'cp3', 'w1', 'w2', 'w3']) {
       const sim = c.sim(name);
       expect(sim.version).toBe(TO);
-      expect(sim.pulledImages).toEqual([IMAGE]);
-      expect(sim.upgrades).toEqual([{ api: 'lifecycle', image: IMAGE, stage: false }]);
+      expect(sim.pulledImages).toEqual([METAL_IMAGE]);
+      expect(sim.upgrades).toEqual([{ api: 'lifecycle', image: METAL_IMAGE, stage: false }]);
       expect(sim.reboots).toEqual(['reboot']);
     }
 
@@ -228,7 +231,7 @@ describe('rolling Talos upgrade', () => {
     const run = await finished(h, runId);
     expect(run.state).toBe('succeeded');
     const w1 = c.sim('w1');
-    expect(w1.upgrades).toEqual([{ api: 'legacy', image: IMAGE, stage: false }]);
+    expect(w1.upgrades).toEqual([{ api: 'legacy', image: METAL_IMAGE, stage: false }]);
     // The v1.13 API is not even tried, and the node reboots itself.
     expect(w1.calls.map((x) => x.method)).not.toContain('ImageService/Pull');
     expect(w1.reboots).toEqual(['upgrade']);
@@ -241,7 +244,7 @@ describe('rolling Talos upgrade', () => {
     const { h, c } = await setup([{ name: 'cp1', role: 'controlplane', version: 'v1.12.11' }]);
     const run = await finished(h, await startUpgrade(h, c, { stage: true, preserve: true }));
     expect(run.state).toBe('succeeded');
-    expect(c.sim('cp1').upgrades).toEqual([{ api: 'legacy', image: IMAGE, stage: true }]);
+    expect(c.sim('cp1').upgrades).toEqual([{ api: 'legacy', image: METAL_IMAGE, stage: true }]);
     expect(c.sim('cp1').reboots).toEqual(['reboot']);
     expect(c.sim('cp1').version).toBe(TO);
   });
@@ -315,7 +318,8 @@ describe('POST /v1/clusters/:id/upgrade validation', () => {
 
     const ok = await h.call('POST', path, { body: { talosVersion: '1.13.9', batchSize: 2 } });
     expect(ok.status).toBe(202);
-    expect(ok.body.run.params).toEqual({ talosVersion: TO, image: IMAGE, batchSize: 2, stage: false, force: false, preserve: false });
+    expect(ok.body.run.params).toMatchObject({ talosVersion: TO, image: IMAGE, batchSize: 2, stage: false, force: false, preserve: false });
+    expect(Object.values(ok.body.run.params.images as Record<string, string>)).toEqual(Array(3).fill(METAL_IMAGE));
     const again = await h.call('POST', path, { body: { talosVersion: TO } });
     expect(again.status).toBe(409);
     expect(again.body.error.details.activeRun).toBe(ok.body.run.id);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { checkProviderSettings } from '../../lib/cloud/provider-settings.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
 import { DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION } from '../../lib/talos/versions.ts';
@@ -37,6 +38,10 @@ export const clusterUpdateInput = z.strictObject({
 export function validateClusterInput(body: z.output<typeof clusterSettingsInput>) {
   const settings = toClusterSettings(body);
   if ('error' in settings) throw new ApiError(400, 'invalid_request', describeZodError(settings.error));
+  const problems = checkProviderSettings(body.providerSettings ?? {});
+  if (problems.length) {
+    throw new ApiError(400, 'invalid_request', problems.map((p) => `${p.path}: ${p.message}`).join('; '), { problems });
+  }
   return {
     talosVersion: body.talosVersion,
     kubernetesVersion: body.kubernetesVersion,

@@ -1,12 +1,13 @@
 import { renderMachineConfig, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
 import { PatchError } from '../../lib/talos/patch.ts';
+import { installerPlatform } from '../../lib/talos/installer.ts';
 import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
 import { DomainError } from '../../lib/errors.ts';
 import type { ClusterRow, MachineRow } from '../inventory/load.ts';
 import { addressHost } from '../inventory/address.ts';
 import { readClusterSettings } from './settings.ts';
 
-type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address'>;
+type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address'> & { provider?: MachineRow['provider'] };
 type ClusterLike = Pick<ClusterRow, 'name' | 'endpoint' | 'talosVersion' | 'kubernetesVersion' | 'settings'>;
 
 /** Everything the generator needs for one machine; the same inputs always give the same YAML. */
@@ -25,7 +26,8 @@ export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, s
     kubernetesVersion: cluster.kubernetesVersion,
     hostname: machine.name,
     installDisk: machine.installDisk ?? s.installDisk,
-    ...(s.installerImage ? { installerImage: s.installerImage } : { schematic: s.schematic }),
+    // Each machine boots its own platform's installer (see INSTALLER_PLATFORMS).
+    ...(s.installerImage ? { installerImage: s.installerImage } : { schematic: s.schematic, platform: installerPlatform(machine.provider) }),
     addresses,
     network: { podSubnets: s.podSubnets, serviceSubnets: s.serviceSubnets },
     clusterPatches: s.patches,

@@ -9,6 +9,8 @@ export const upgradeJob = defineJob(
     talosVersion: z.string(),
     /** Installer image reference. */
     image: z.string(),
+    /** Machine id → its own platform's installer; wins over `image` (absent when the caller named one image). */
+    images: z.record(z.string(), z.string()).optional(),
     batchSize: z.number().int().min(1),
     /** Legacy API only: install now, activate on the next reboot (RezusCloud then reboots the node). */
     stage: z.boolean(),

@@ -2,6 +2,7 @@
 import { installerImage } from '../../lib/talos/installer.ts';
 import { compareVersions, parseVersion } from '../../lib/talos/versions.ts';
 import type { ClusterTalosSettings } from '../machine-config/settings.ts';
+import type { UpgradeParams } from './job.ts';
 
 /** Everything before the tag (and digest) of an image reference: `registry/name[:tag][@sha256:…]` → `registry/name`. */
 function repositoryOf(image: string): string {
@@ -15,9 +16,14 @@ function repositoryOf(image: string): string {
  * The installer for `version`: the cluster's own installer image re-tagged (a pinned digest names
  * the old version, so it is dropped), else the Image Factory image of its schematic.
  */
-export function defaultUpgradeImage(settings: Pick<ClusterTalosSettings, 'schematic' | 'installerImage'>, version: string): string {
+export function defaultUpgradeImage(settings: Pick<ClusterTalosSettings, 'schematic' | 'installerImage'>, version: string, platform?: string): string {
   if (settings.installerImage) return `${repositoryOf(settings.installerImage)}:${version}`;
-  return installerImage(settings.schematic, version);
+  return installerImage(settings.schematic, version, platform ? { platform } : {});
+}
+
+/** The image one machine upgrades to. */
+export function upgradeImageOf(params: Pick<UpgradeParams, 'image' | 'images'>, machineId: string): string {
+  return params.images?.[machineId] ?? params.image;
 }
 
 export type UpgradeApi = 'lifecycle' | 'legacy';

@@ -5,6 +5,7 @@ import { machines } from '../../db/schema/index.ts';
 import { requireScope } from '../auth.ts';
 import { ApiError, badRequest, conflict } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
+import { installerPlatform } from '../../lib/talos/installer.ts';
 import { talosVersionSchema } from '../../lib/talos/validate.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
@@ -41,9 +42,12 @@ export function upgradeRoutes() {
     if (isMinorDowngrade(cluster.talosVersion, body.talosVersion) && !body.force) {
       throw new ApiError(409, 'downgrade_refused', `${body.talosVersion} is a minor-version downgrade from ${cluster.talosVersion}; pass force to do it anyway`);
     }
+    const settings = readClusterSettings(cluster.settings);
     const params: UpgradeParams = {
       talosVersion: body.talosVersion,
-      image: body.image ?? defaultUpgradeImage(readClusterSettings(cluster.settings), body.talosVersion),
+      image: body.image ?? defaultUpgradeImage(settings, body.talosVersion),
+      // Each machine stays on its own platform's installer unless the caller names one image.
+      ...(body.image ? {} : { images: Object.fromEntries(rows.map((m) => [m.id, defaultUpgradeImage(settings, body.talosVersion, installerPlatform(m.provider))])) }),
       batchSize: body.batchSize ?? 1,
       stage: body.stage ?? false,
       force: body.force ?? false,

@@ -42,6 +42,8 @@ export interface MachineConfigInput {
   installerImage?: string;
   /** Image Factory schematic id; defaults to the vanilla schematic */
   schematic?: string;
+  /** Image Factory platform (`aws`, `oracle`, `hcloud`…) of the installer built from `schematic`; without it the generic (metal) one */
+  platform?: string;
   /** IPs or DNS names the machine is reached at; they go into the certificate SANs */
   addresses?: string[];
   network?: { podSubnets?: string[]; serviceSubnets?: string[] };
@@ -77,6 +79,7 @@ const inputSchema = z.strictObject({
   installDisk: installDiskSchema,
   installerImage: z.string().regex(IMAGE_REF, 'must be an image reference such as registry/name:tag').optional(),
   schematic: schematicSchema.optional(),
+  platform: z.string().regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lowercase platform name such as metal or aws').optional(),
   addresses: z.array(machineAddressSchema).max(64, 'must list at most 64 addresses').default([]),
   network: subnetsSchema.default({ podSubnets: ['10.244.0.0/16'], serviceSubnets: ['10.96.0.0/12'] }),
   clusterPatches: z.array(patchSchema).default([]),
@@ -121,7 +124,8 @@ const PODSECURITY_ADMISSION = {
 function machineSection(input: CheckedInput, sans: string[]): ConfigDocument {
   const { secrets, role } = input;
   const controlPlane = role === 'controlplane';
-  const image = input.installerImage ?? installerImage(input.schematic ?? VANILLA_SCHEMATIC, input.talosVersion);
+  const image =
+    input.installerImage ?? installerImage(input.schematic ?? VANILLA_SCHEMATIC, input.talosVersion, input.platform ? { platform: input.platform } : {});
   const machine: ConfigDocument = {
     type: role,
     token: secrets.trustdToken,

@@ -20,6 +20,25 @@ export interface InstallerImageOptions {
   secureboot?: boolean;
 }
 
+/**
+ * The Image Factory platform of each place a machine can live. The generic `installer` is the
+ * metal image: with `grubUseUKICmdline` an upgraded cloud VM would boot `talos.platform=metal`
+ * and never read its cloud's metadata again, so every cloud gets its own installer. `local`
+ * machines run nowhere; they keep the generic name.
+ */
+export const INSTALLER_PLATFORMS: Readonly<Record<string, string | undefined>> = {
+  aws: 'aws',
+  oci: 'oracle',
+  openstack: 'openstack',
+  hetzner: 'hcloud',
+  metal: 'metal',
+  local: undefined,
+};
+
+export function installerPlatform(provider: string | undefined): string | undefined {
+  return provider === undefined ? undefined : INSTALLER_PLATFORMS[provider];
+}
+
 /** `factory.talos.dev/installer/<schematic>:<talos tag>` and its platform/secureboot variants. */
 export function installerImage(schematic: string, talosVersion: string, options: InstallerImageOptions = {}): string {
   if (!isSchematicId(schematic)) throw new Error('schematic: must be a 64-character hex Image Factory schematic id');

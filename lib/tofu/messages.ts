@@ -190,7 +190,8 @@ function level(m: TofuMessage): RunEvent['level'] {
 
 const MAX_DETAIL = 2000;
 
-function safeDetail(d: Diagnostic): string | undefined {
+/** A diagnostic's detail without what a provisioner printed (it may hold secrets), bounded. */
+export function safeDetail(d: Diagnostic): string | undefined {
   if (typeof d.detail !== 'string') return undefined;
   let detail = d.detail;
   // Provisioner failures quote the script's output after "Output:"; that part may hold secrets.

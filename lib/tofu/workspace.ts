@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { backendBlock, backendConfigArgs, backendEnv, backendSecrets } from './backend.ts';
 import type { TofuBackend } from './backend.ts';
+import { describeDiagnostic, fromStream, fromText } from './diagnostics.ts';
 import { runTofu } from './executor.ts';
 import type { TofuExecResult, TofuSubcommand } from './executor.ts';
 import { isChangeSummary, isDiagnostic, isOutputs, isPlannedChange, toRunEvent } from './messages.ts';
@@ -85,7 +86,7 @@ export class TofuCommandError extends Error {
   constructor(
     readonly subcommand: TofuSubcommand,
     readonly result: Pick<TofuExecResult, 'exitCode' | 'canceled' | 'timedOut' | 'forceKilled' | 'startError'>,
-    /** Scrubbed diagnostic summaries and the scrubbed tail of stderr. */
+    /** Scrubbed error diagnostics, each `summary: detail`, and the scrubbed tail of stderr. */
     readonly diagnostics: string[],
     readonly stderr: string,
   ) {
@@ -274,7 +275,7 @@ export class TofuWorkspace {
       graceMs: this.opts.graceMs,
       timeoutMs: this.opts.timeoutMs,
       onMessage: (m) => {
-        if (isDiagnostic(m) && m.diagnostic.severity === 'error') diagnostics.push(redactor.text(m.diagnostic.summary));
+        if (isDiagnostic(m) && m.diagnostic.severity === 'error') diagnostics.push(describeDiagnostic(fromStream(m.diagnostic), redactor));
         collect?.(m);
         hooks.onMessage?.(m);
         hooks.onEvent?.(toRunEvent(m, { redactor }));
@@ -282,6 +283,8 @@ export class TofuWorkspace {
     });
     if (result.protocolError) throw result.protocolError;
     if (result.canceled || result.timedOut || result.exitCode === undefined || !okCodes.includes(result.exitCode)) {
+      // init speaks text only: its errors are on stderr in the same summary/detail shape.
+      if (diagnostics.length === 0) diagnostics.push(...fromText(result.stderrTail).map((d) => describeDiagnostic(d, redactor)));
       throw new TofuCommandError(subcommand, result, diagnostics, redactor.text(result.stderrTail));
     }
     return result;

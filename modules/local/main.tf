@@ -25,6 +25,10 @@ variable "apply_delay_seconds" {
   description = "Seconds each machine's creation takes, so tests can cancel mid-apply."
   type        = number
   default     = 0
+  validation {
+    condition     = var.apply_delay_seconds >= 0 && var.apply_delay_seconds <= 3600
+    error_message = "apply_delay_seconds must be between 0 and 3600."
+  }
 }
 
 locals {

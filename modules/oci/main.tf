@@ -9,7 +9,7 @@ terraform {
   required_providers {
     oci = {
       source  = "oracle/oci"
-      version = ">= 5.0"
+      version = "~> 8.0"
     }
   }
 }
@@ -46,13 +46,13 @@ variable "subnet_id" {
 }
 
 variable "default_size" {
-  description = "Shape when a machine has no size."
+  description = "Shape when a machine has no size. The default, VM.Standard.A1.Flex, is arm64 (Ampere) and needs an oracle-arm64 image."
   type        = string
   default     = "VM.Standard.A1.Flex"
 }
 
 variable "default_image" {
-  description = "Talos image OCID when a machine has no image."
+  description = "OCID of the Talos custom image (oracle-amd64 or, for Ampere A1/A2 shapes, oracle-arm64) when a machine has no image."
   type        = string
   default     = null
 }
@@ -73,8 +73,14 @@ variable "boot_volume_gb" {
 }
 
 variable "enable_ipv6" {
-  type    = bool
-  default = true
+  description = "Give each primary VNIC an IPv6 address. No default: the launch fails on a subnet without an IPv6 prefix."
+  type        = bool
+}
+
+variable "public_ipv4" {
+  description = "Give each primary VNIC a public IPv4 address (the subnet must be public)."
+  type        = bool
+  default     = true
 }
 
 locals {
@@ -83,11 +89,16 @@ locals {
     for name in local.names : name => {
       role      = nonsensitive(var.machines[name].role)
       size      = coalesce(nonsensitive(var.machines[name].size), var.default_size)
-      image     = coalesce(nonsensitive(var.machines[name].image), var.default_image)
+      image     = try(coalesce(nonsensitive(var.machines[name].image), var.default_image), null)
       ocpus     = coalesce(nonsensitive(var.machines[name].ocpus), var.default_ocpus)
       memory_gb = coalesce(nonsensitive(var.machines[name].memory_gb), var.default_memory_gb)
       ad        = coalesce(nonsensitive(var.machines[name].availability_domain), var.availability_domain)
     }
+  }
+  # OCI caps metadata plus extendedMetadata at 32,000 bytes; user_data goes in base64.
+  metadata_limit = 32000
+  metadata_bytes = {
+    for name in local.names : name => nonsensitive(length(base64encode(var.machines[name].user_data))) + length("user_data")
   }
 }
 
@@ -116,8 +127,29 @@ resource "oci_core_instance" "machine" {
 
   create_vnic_details {
     subnet_id        = var.subnet_id
-    assign_public_ip = true
+    assign_public_ip = var.public_ipv4
     assign_ipv6ip    = var.enable_ipv6
+  }
+
+  # What the Talos image's own metadata declares (image_metadata.json), stated here too so an
+  # image imported without it still boots.
+  launch_options {
+    network_type            = "PARAVIRTUALIZED"
+    boot_volume_type        = "PARAVIRTUALIZED"
+    remote_data_volume_type = "PARAVIRTUALIZED"
+    firmware                = "UEFI_64"
+  }
+
+  # Talos reads its metadata from /opc/v2 only.
+  instance_options {
+    are_legacy_imds_endpoints_disabled = true
+  }
+
+  # Talos runs no Oracle Cloud Agent; the plugins would only report as failing.
+  agent_config {
+    are_all_plugins_disabled = true
+    is_management_disabled   = true
+    is_monitoring_disabled   = true
   }
 
   metadata = {
@@ -132,6 +164,15 @@ resource "oci_core_instance" "machine" {
   lifecycle {
     # Later config changes reach the node through the Talos API, not by recreating it.
     ignore_changes = [metadata, source_details[0].source_id]
+
+    precondition {
+      condition     = local.spec[each.key].image != null
+      error_message = "oci: machine ${each.key} has no image: set providerSettings.oci.default_image to the OCID of a Talos custom image${length(regexall("\\.A[0-9]+\\.", local.spec[each.key].size)) > 0 ? " built from oracle-arm64 (shape ${local.spec[each.key].size} is arm64)" : " built from oracle-amd64"}."
+    }
+    precondition {
+      condition     = local.metadata_bytes[each.key] <= local.metadata_limit
+      error_message = "oci: machine ${each.key}'s metadata is ${local.metadata_bytes[each.key]} bytes; OCI allows at most 32000. Shorten its patches."
+    }
   }
 }
 

@@ -9,7 +9,7 @@ terraform {
   required_providers {
     openstack = {
       source  = "terraform-provider-openstack/openstack"
-      version = ">= 1.54"
+      version = "~> 3.0"
     }
   }
 }
@@ -26,6 +26,7 @@ variable "machines" {
     size              = optional(string)
     image             = optional(string)
     availability_zone = optional(string)
+    floating_ip       = optional(bool)
   }))
   sensitive = true
 }
@@ -33,6 +34,7 @@ variable "machines" {
 variable "default_size" {
   description = "Flavor name when a machine has no size."
   type        = string
+  default     = null
 }
 
 variable "default_image" {
@@ -47,8 +49,21 @@ variable "network_ids" {
 }
 
 variable "security_groups" {
-  type    = list(string)
-  default = ["default"]
+  description = "Security group names for the instances."
+  type        = list(string)
+  default     = ["default"]
+}
+
+variable "floating_ip" {
+  description = "Give every machine a floating IP (a machine's own floating_ip wins); tenant networks are not reachable from home without one."
+  type        = bool
+  default     = false
+}
+
+variable "floating_ip_pool" {
+  description = "Name of the external network floating IPs come from; needed when any machine gets one."
+  type        = string
+  default     = null
 }
 
 locals {
@@ -56,11 +71,13 @@ locals {
   spec = {
     for name in local.names : name => {
       role  = nonsensitive(var.machines[name].role)
-      size  = coalesce(nonsensitive(var.machines[name].size), var.default_size)
-      image = coalesce(nonsensitive(var.machines[name].image), var.default_image)
+      size  = try(coalesce(nonsensitive(var.machines[name].size), var.default_size), null)
+      image = try(coalesce(nonsensitive(var.machines[name].image), var.default_image), null)
       zone  = nonsensitive(var.machines[name].availability_zone)
+      fip   = coalesce(nonsensitive(var.machines[name].floating_ip), var.floating_ip)
     }
   }
+  with_fip = toset([for name in local.names : name if local.spec[name].fip])
 }
 
 resource "openstack_compute_instance_v2" "machine" {
@@ -74,9 +91,10 @@ resource "openstack_compute_instance_v2" "machine" {
   user_data         = var.machines[each.key].user_data
   config_drive      = true
 
+  # Nova refuses metadata keys outside [a-zA-Z0-9-_:. ] (no "/").
   metadata = {
-    "rezus.cloud/cluster" = var.cluster_name
-    "rezus.cloud/role"    = local.spec[each.key].role
+    "rezus.cloud:cluster" = var.cluster_name
+    "rezus.cloud:role"    = local.spec[each.key].role
   }
 
   dynamic "network" {
@@ -89,14 +107,50 @@ resource "openstack_compute_instance_v2" "machine" {
   lifecycle {
     # Later config changes reach the node through the Talos API, not by recreating it.
     ignore_changes = [user_data, image_id]
+
+    precondition {
+      condition     = local.spec[each.key].image != null
+      error_message = "openstack: machine ${each.key} has no image: set providerSettings.openstack.default_image to the id of the Talos image (openstack-amd64.raw.xz uploaded with disk format raw)."
+    }
+    precondition {
+      condition     = local.spec[each.key].size != null
+      error_message = "openstack: machine ${each.key} has no flavor: set providerSettings.openstack.default_size to a flavor name."
+    }
+    precondition {
+      condition     = !local.spec[each.key].fip || var.floating_ip_pool != null
+      error_message = "openstack: machine ${each.key} asks for a floating IP: set providerSettings.openstack.floating_ip_pool to the external network's name."
+    }
   }
+}
+
+# The instance reports only the port a network block named, so the port Nova created on the
+# first network is looked up to attach the floating IP to.
+data "openstack_networking_port_v2" "machine" {
+  for_each = local.with_fip
+
+  device_id  = openstack_compute_instance_v2.machine[each.key].id
+  network_id = var.network_ids[0]
+}
+
+resource "openstack_networking_floatingip_v2" "machine" {
+  for_each = local.with_fip
+
+  pool        = var.floating_ip_pool
+  description = "${var.cluster_name}-${each.key}"
+}
+
+resource "openstack_networking_floatingip_associate_v2" "machine" {
+  for_each = local.with_fip
+
+  floating_ip = openstack_networking_floatingip_v2.machine[each.key].address
+  port_id     = data.openstack_networking_port_v2.machine[each.key].id
 }
 
 output "machines" {
   description = "name => { ipv4, ipv6 }"
   value = {
     for name, i in openstack_compute_instance_v2.machine : name => {
-      ipv4 = i.access_ip_v4 != "" ? i.access_ip_v4 : null
+      ipv4 = contains(keys(openstack_networking_floatingip_associate_v2.machine), name) ? openstack_networking_floatingip_associate_v2.machine[name].floating_ip : (i.access_ip_v4 != "" ? i.access_ip_v4 : null)
       ipv6 = i.access_ip_v6 != "" ? trim(i.access_ip_v6, "[]") : null
     }
   }

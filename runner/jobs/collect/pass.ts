@@ -38,8 +38,12 @@ export interface PassSummary {
   retention: RetentionResult;
 }
 
+export const LOCAL_SKIP = 'local machine: nothing runs at its address, so it is not collected';
+
 /** Machines a pass reads: config delivered (or created with it by tofu) and somewhere to dial. */
-export function skipReason(m: Pick<MachineRow, 'state' | 'address' | 'ipv4' | 'ipv6'>): string | null {
+export function skipReason(m: Pick<MachineRow, 'provider' | 'state' | 'address' | 'ipv4' | 'ipv6'>): string | null {
+  // The quick start's machines: their addresses come from the documentation ranges, no node answers there.
+  if (m.provider === 'local') return LOCAL_SKIP;
   if (m.state === 'new') return 'not configured yet';
   if (!talosAddressOf(m)) return 'no address to reach the Talos API';
   return null;
@@ -84,7 +88,8 @@ async function collectCluster(
   }
   const base = { clusterId: cluster.id, at, skipped };
   if (targets.length === 0) {
-    return { ...base, rollup: { state: 'unknown', reasons: ['no configured machines to collect yet'], kubernetesVersion: null, talosVersions: [], etcd: null }, kubeError: null, machines: [] };
+    const why = skipped.length > 0 && skipped.every((s) => s.reason === LOCAL_SKIP) ? 'local machines only: nothing to collect' : 'no configured machines to collect yet';
+    return { ...base, rollup: { state: 'unknown', reasons: [why], kubernetesVersion: null, talosVersions: [], etcd: null }, kubeError: null, machines: [] };
   }
 
   let access: ClusterAccess;

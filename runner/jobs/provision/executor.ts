@@ -1,6 +1,7 @@
 import { and, eq, ne } from 'drizzle-orm';
 import { join } from 'node:path';
 import { clusters, machines } from '../../../db/schema/index.ts';
+import { withClusterDefaults } from '../../../lib/cloud/cluster-defaults.ts';
 import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { ProvisionParams } from '../../../functions/provision/job.ts';
 import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspace, type RunEvent, type TofuOutput } from '../../../lib/tofu/index.ts';
@@ -52,7 +53,8 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
   });
   const cred = await mintStateCredential(deps, { runId: run.id, tenantId: cluster.tenantId, clusterId: cluster.id, ttlMs: STATE_CREDENTIAL_TTL_MS });
   const rootDir = join(deps.settings.dataDir, 'roots', cluster.tenantId, cluster.id);
-  await writeRootModule(rootDir, providers, ((cluster.settings as { providerSettings?: ProviderSettings }).providerSettings ?? {}));
+  const settings = (cluster.settings as { providerSettings?: ProviderSettings }).providerSettings ?? {};
+  await writeRootModule(rootDir, providers, withClusterDefaults(settings, cluster));
   const ws = new TofuWorkspace({
     binary: binary.path,
     dataDir: deps.settings.dataDir,
@@ -100,7 +102,8 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
   } catch (err) {
     await pending;
     if (err instanceof TofuCommandError) {
-      const why = err.diagnostics.length ? `: ${err.diagnostics.join('; ')}` : '';
+      // The message already carries the first diagnostic.
+      const why = err.diagnostics.length > 1 ? `; ${err.diagnostics.slice(1).join('; ')}` : '';
       throw new RunError(`${err.message}${why}`);
     }
     throw err;

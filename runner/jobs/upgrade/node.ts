@@ -6,7 +6,7 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import { isTalosApiError, isUnimplemented, type TalosApiClient } from '../../../lib/talos/api/index.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
 import { nodeGateProblems, readHealth, type GateMachine } from './health.ts';
-import { apiFor, sameVersion, type UpgradeApi } from '../../../functions/upgrade/plan.ts';
+import { apiFor, sameVersion, upgradeImageOf, type UpgradeApi } from '../../../functions/upgrade/plan.ts';
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
@@ -63,6 +63,7 @@ export async function readNodeState(ctx: NodeContext, m: GateMachine): Promise<N
 export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: NodeState): Promise<NodeResult> {
   const { params, timings, hard } = ctx;
   const target = params.talosVersion;
+  const image = upgradeImageOf(params, m.id);
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
   const event = (type: string, phase: string, text: string, extra: Record<string, unknown> = {}, level: RunEventInput['level'] = 'info') =>
@@ -78,13 +79,13 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
     await withClient(ctx, m, async (client) => {
       if (api === 'lifecycle') {
         try {
-          await event('upgrade.pull', 'pull', `pulling ${params.image} into the system containerd`, { image: params.image });
-          const pulled = await client.imagePull({ image: params.image }, stream);
+          await event('upgrade.pull', 'pull', `pulling ${image} into the system containerd`, { image });
+          const pulled = await client.imagePull({ image }, stream);
           await event('upgrade.install', 'install', 'installing with LifecycleService/Upgrade', { api });
           // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
           let progress = Promise.resolve();
           await client.lifecycleUpgrade(
-            { image: pulled.name || params.image },
+            { image: pulled.name || image },
             (text) => void (progress = progress.then(() => event('upgrade.install', 'install', text, { api, progress: text }))),
             stream,
           );
@@ -98,9 +99,9 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
           await event('upgrade.install', 'install', 'the node does not know the v1.13 API; using MachineService/Upgrade', { api }, 'warn');
         }
       }
-      await event('upgrade.install', 'install', `installing ${params.image} with MachineService/Upgrade`, { api, image: params.image });
+      await event('upgrade.install', 'install', `installing ${image} with MachineService/Upgrade`, { api, image });
       try {
-        await client.legacyUpgrade({ image: params.image, stage: params.stage, force: params.force, preserve: params.preserve }, call);
+        await client.legacyUpgrade({ image, stage: params.stage, force: params.force, preserve: params.preserve }, call);
       } catch (err) {
         // The node may reboot before its reply arrives; the boot-time check below tells.
         if (params.stage || !isTalosApiError(err) || !err.transient) throw err;
