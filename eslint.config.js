@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'db/migrations/', 'test/screenshots/', '.wrangler/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', 'db/migrations/', 'test/screenshots/', '.wrangler/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
