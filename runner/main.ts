@@ -1,3 +1,4 @@
+import nodeModule from 'node:module';
 import { createLogger } from '../lib/log.ts';
 import { routeProcessWarnings } from '../lib/process-warnings.ts';
 import { loadConfig } from './config.ts';
@@ -13,6 +14,9 @@ const config = (() => {
 const log = createLogger(config.logLevel);
 routeProcessWarnings(log);
 
+// Start-up is mostly loading a few thousand module files; Node (22.1+) keeps their compiled code
+// on disk (NODE_COMPILE_CACHE, else under the temp dir), so later starts skip parsing them.
+nodeModule.enableCompileCache?.();
 // Imported after the warning route is set, so warnings raised while loading modules are JSON too.
 const { startHost } = await import('./host.ts');
 const host = await startHost(config);
