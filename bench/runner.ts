@@ -127,7 +127,6 @@ await execa(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--if-stale']
 const floorMs: number[] = [];
 const runnerMs: number[] = [];
 let floorRss = 0;
-let runnerRss = 0;
 for (let i = 0; i < STARTS; i++) {
   // Alternate, so drift in machine load hits both alike.
   const f = await startAndWait([...nodeFlags, join(ROOT, 'bench', 'runner-floor.mjs')], {});
@@ -145,7 +144,7 @@ for (let i = 0; i < STARTS; i++) {
 // The last runner stays up for the idle reading and the passes.
 const run = await startAndWait(startArgs.map((a) => (a.startsWith('--') ? a : join(ROOT, a))), runnerEnv);
 await sleep(SETTLE_MS);
-runnerRss = await rssOf(run.child.pid!);
+const runnerRss = await rssOf(run.child.pid!);
 const auth = { authorization: `Bearer ${h.adminToken}`, 'content-type': 'application/json' };
 let peakRss = runnerRss;
 const passMs: number[] = [];
