@@ -1,15 +1,24 @@
+import nodeModule from 'node:module';
+import { createLogger } from '../lib/log.ts';
+import { routeProcessWarnings } from '../lib/process-warnings.ts';
 import { loadConfig } from './config.ts';
-import { startHost } from './host.ts';
 
 const config = (() => {
   try {
     return loadConfig(process.env);
   } catch (err) {
-    console.error(String(err instanceof Error ? err.message : err));
+    createLogger().error(String(err instanceof Error ? err.message : err));
     process.exit(2);
   }
 })();
+const log = createLogger(config.logLevel);
+routeProcessWarnings(log);
 
+// Start-up is mostly loading a few thousand module files; Node (22.1+) keeps their compiled code
+// on disk (NODE_COMPILE_CACHE, else under the temp dir), so later starts skip parsing them.
+nodeModule.enableCompileCache?.();
+// Imported after the warning route is set, so warnings raised while loading modules are JSON too.
+const { startHost } = await import('./host.ts');
 const host = await startHost(config);
 let signals = 0;
 for (const sig of ['SIGTERM', 'SIGINT'] as const) {
@@ -18,7 +27,7 @@ for (const sig of ['SIGTERM', 'SIGINT'] as const) {
     host.stop().then(
       () => process.exit(0),
       (err) => {
-        console.error('shutdown failed', err);
+        log.error('shutdown failed', { error: err instanceof Error ? err.message : String(err) });
         process.exit(1);
       },
     );

@@ -112,7 +112,7 @@ describe('add-on entry', () => {
       const file = join(dir, 'options.json');
       await writeFile(file, JSON.stringify({ retention_raw: 'forever', admin_token: 'a-secret-admin-token-xyz' }));
       const root = join(import.meta.dirname, '..');
-      const res = await execa('node', ['--import', 'tsx', 'runner/addon-main.ts'], {
+      const res = await execa(process.execPath, ['dist/runner/addon-main.js'], {
         cwd: root,
         env: { PATH: process.env.PATH ?? '', REZUS_ADDON_OPTIONS: file },
         extendEnv: false,

@@ -1,5 +1,5 @@
 import { execa, type ResultPromise } from 'execa';
-import { MAIN, TSX, startRunner } from './support/runner-process.ts';
+import { MAIN, startRunner } from './support/runner-process.ts';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,7 +58,7 @@ describe('runner process', () => {
   });
 
   it('exits with a clear message on bad configuration', async () => {
-    const res = await execa(TSX, [MAIN], { env: { PATH: process.env.PATH ?? '', REZUS_PORT: 'eighty' }, extendEnv: false, reject: false });
+    const res = await execa(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', REZUS_PORT: 'eighty' }, extendEnv: false, reject: false });
     expect(res.exitCode).toBe(2);
     expect(res.stderr).toMatch(/REZUS_PORT/);
   });

@@ -4,6 +4,7 @@ import { upgradeJob } from '../functions/upgrade/job.ts';
 import { apiFor, defaultUpgradeImage, upgradeBatches } from '../functions/upgrade/plan.ts';
 import { upgradeExecutor } from '../runner/jobs/upgrade/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
+import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { VANILLA_SCHEMATIC } from '../lib/talos/installer.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { createHarness, type Harness } from './support/harness.ts';
@@ -40,6 +41,9 @@ async function setup(machines: MachineSpec[], talosVersion = FROM): Promise<{ h:
     },
   });
   cluster = await startUpgradeCluster(h, { talosVersion, machines });
+  // Loading the Kubernetes client stalls the event loop longer than this test's 600 ms lease on a
+  // busy machine; the runner's lease is 30 s.
+  await loadKubernetesClient();
   // A short lease makes the worker's heartbeat (lease/3) notice a cancel within ~200 ms.
   worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
   worker.start();

@@ -19,7 +19,10 @@ import {
 import { startBudget, type Budget } from './deadline.ts';
 import { KubeApiError, httpError, transportError } from './errors.ts';
 import { parseCpuCores, parseMemoryBytes } from './quantity.ts';
+import { parseReadyzFailing } from './readyz.ts';
 import type { CollectOptions, KubeNode, KubeNodeMetrics, KubeSnapshot } from './types.ts';
+
+export { parseReadyzFailing };
 
 const METRICS_GROUP = 'metrics.k8s.io';
 
@@ -113,16 +116,6 @@ function rawGet(client: Client, path: string, signal: AbortSignal): Promise<{ st
     );
     req.on('error', reject);
   });
-}
-
-/** Names of the failing checks in a /readyz?verbose body ("[-]etcd failed: reason withheld"). */
-export function parseReadyzFailing(text: string): string[] {
-  const failing: string[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\[-\]\s*(\S+)/.exec(line.trim());
-    if (m?.[1]) failing.push(m[1]);
-  }
-  return failing;
 }
 
 function isoOrNull(t: Date | string | undefined): string | null {

@@ -1,15 +1,15 @@
 import { execa } from 'execa';
 import { join } from 'node:path';
 
-export const TSX = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
-export const MAIN = join(import.meta.dirname, '..', '..', 'runner', 'main.ts');
+/** The built runner (test/support/build-dist.ts builds it before the suites run), started with plain node. */
+export const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'runner', 'main.js');
 
 /**
  * Starts the real runner process (its own process group, so a test can kill it together with
  * the tofu it spawned, like a host crash) and resolves once it logs that it listens.
  */
 export async function startRunner(env: Record<string, string>) {
-  const child = execa(TSX, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, extendEnv: false, reject: false, all: true, detached: true });
+  const child = execa(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, extendEnv: false, reject: false, all: true, detached: true });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`runner did not start:\n${out}`)), 20_000);

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { createSecureContext, type SecureContext } from 'node:tls';
+import { whenAborted } from './abort-fanout.ts';
 import { formatNodeAddress, parseNodeAddress } from './address.ts';
 import {
   applyModeFromProto, applyModeToProto, list, num, obj, str, strings,
@@ -259,14 +260,14 @@ export class TalosApiClient {
       const fn = (this.machine as unknown as Record<string, UnaryFn>)[method];
       if (!fn) return reject(this.error(label, 'unimplemented', 'UNIMPLEMENTED', 'method not in the client protos'));
       const deadline = Date.now() + (opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS);
-      const onAbort = (): void => call.cancel();
+      let done = (): void => {};
       const call = fn.call(this.machine, request, new grpc.Metadata(), { deadline }, (err, res) => {
-        signal?.removeEventListener('abort', onAbort);
+        done();
         if (err) return reject(this.fromServiceError(label, err));
         this.creds.lastFailure = undefined;
         resolve(res ?? {});
       });
-      signal?.addEventListener('abort', onAbort, { once: true });
+      done = whenAborted(signal, () => call.cancel());
     });
   }
 
@@ -280,8 +281,7 @@ export class TalosApiClient {
       const deadline = Date.now() + (opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS);
       const call = fn.call(client, request, new grpc.Metadata(), { deadline });
       let callbackError: unknown;
-      const onAbort = (): void => call.cancel();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const done = whenAborted(signal, () => call.cancel());
       call.on('data', (msg: Raw) => {
         if (callbackError !== undefined) return;
         try {
@@ -292,11 +292,11 @@ export class TalosApiClient {
         }
       });
       call.on('error', (err: grpc.ServiceError) => {
-        signal?.removeEventListener('abort', onAbort);
+        done();
         reject(callbackError !== undefined ? callbackError : this.fromServiceError(label, err));
       });
       call.on('end', () => {
-        signal?.removeEventListener('abort', onAbort);
+        done();
         if (callbackError !== undefined) return reject(callbackError);
         this.creds.lastFailure = undefined;
         resolve();

@@ -3,7 +3,7 @@
 // finally apply retention. A cluster or node that fails is recorded as such; it never sinks the pass.
 import { and, eq, inArray } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
-import { collectKubernetes, KubeApiError, type KubeSnapshot } from '../../../lib/kube/index.ts';
+import { collectKubernetes, KubeApiError, loadKubernetesClient, type KubeSnapshot } from '../../../lib/kube/index.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
@@ -169,6 +169,8 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   const states: Record<HealthState, number> = { healthy: 0, degraded: 0, unreachable: 0, unknown: 0 };
   let reached = 0;
   let machineCount = 0;
+  // Before any call starts its deadline: loading the client stalls the event loop.
+  if (list.length) await loadKubernetesClient();
   await Promise.all(
     list.map(async (cluster) => {
       const outcome = await collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limit, at, opts.signal);

@@ -1,6 +1,6 @@
 // Health reads for the upgrade gates: each Talos node's version, services and (control planes)
 // etcd view, plus one Kubernetes snapshot, judged by the same pure assessment the collect pass uses.
-import { collectKubernetes, KubeApiError, type KubeSnapshot } from '../../../lib/kube/index.ts';
+import { collectKubernetes, KubeApiError, loadKubernetesClient, type KubeSnapshot } from '../../../lib/kube/index.ts';
 import { isTalosApiError } from '../../../lib/talos/api/index.ts';
 import { assessCluster } from '../collect/assess.ts';
 import type { ClusterAssessment, Failed, MachineInput, TalosReport } from '../../../functions/collect/types.ts';
@@ -85,6 +85,8 @@ export async function readHealth(
   machines: GateMachine[],
   opts: { timings: UpgradeTimings; signal: AbortSignal; now: number; expectTalos?: string },
 ): Promise<HealthRead> {
+  // Before any call starts its deadline: loading the client stalls the event loop.
+  await loadKubernetesClient();
   const [talos, kube] = await Promise.all([
     mapLimit(machines, opts.timings.readConcurrency, (m) => readTalosReport(access, m, opts.timings, opts.signal)),
     readKube(access, opts.timings, opts.signal),

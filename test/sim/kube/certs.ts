@@ -102,6 +102,6 @@ export async function issueClientCert(ca: TestCa, opts: { cn?: string; org?: str
 /** Uses an existing ECDSA P-256 CA (e.g. a cluster's Kubernetes CA, key in SEC1 or PKCS#8 PEM) to run the sim. */
 export async function importTestCa(certPem: string, keyPem: string): Promise<TestCa> {
   const der = createPrivateKey(keyPem).export({ format: 'der', type: 'pkcs8' });
-  const key = await webcrypto.subtle.importKey('pkcs8', der, EC, true, ['sign']);
+  const key = (await webcrypto.subtle.importKey('pkcs8', der, EC, true, ['sign'])) as CryptoKey;
   return { certPem, keyPem, cert: new x509.X509Certificate(certPem), key };
 }

@@ -44,7 +44,7 @@ async function exportKeyPem(key: CryptoKey): Promise<string> {
 /** Accepts upstream's non-standard `ED25519 PRIVATE KEY` label as well. */
 export async function importCaKey(certPem: string, keyPem: string): Promise<TestCa> {
   const body = keyPem.replace(/-----(BEGIN|END) [A-Z0-9 ]*PRIVATE KEY-----/g, '').replace(/\s+/g, '');
-  const privateKey = await webcrypto.subtle.importKey('pkcs8', Buffer.from(body, 'base64'), ED25519, true, ['sign']);
+  const privateKey = (await webcrypto.subtle.importKey('pkcs8', Buffer.from(body, 'base64'), ED25519, true, ['sign'])) as CryptoKey;
   return { certPem, keyPem, cert: new x509.X509Certificate(certPem), privateKey };
 }
 
