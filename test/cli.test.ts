@@ -278,11 +278,11 @@ describe('rezus CLI against a real runner', () => {
   });
 
   it('a failing run exits 1, a canceled one 4', async () => {
-    // tofu refuses a delay that is not a number: the plan run fails.
-    const bad = await writeSpec('lab-bad.yaml', spec({ name: 'lab', w1MaxPods: '150', delay: 'soon' }));
+    // The API accepts any number, the module's validation refuses this one: the plan run fails.
+    const bad = await writeSpec('lab-bad.yaml', spec({ name: 'lab', w1MaxPods: '150', delay: 99999 }));
     const res = await rezus(['apply', '-f', bad, '--provision']);
     expect(res.exitCode).toBe(1);
-    expect(res.stdout).toContain('Invalid value for input variable');
+    expect(res.stdout).toMatch(/Invalid value for (input )?variable/);
     expect(res.stdout).toMatch(/provision: plan failed/);
 
     // The one worker is held by a 30 s apply, so the next run stays queued, and a queued run cancels at once.
