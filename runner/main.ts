@@ -1,6 +1,10 @@
 import { loadConfig } from './config.ts';
 import { startHost } from './host.ts';
 
+// Everything the runner creates (database, backups, run files, tofu's errored.tfstate) holds
+// secrets or state: owner-only, whatever umask the container starts with.
+process.umask(0o077);
+
 const config = (() => {
   try {
     return loadConfig(process.env);
