@@ -99,7 +99,7 @@ async function filesNamed(dir: string, name: string): Promise<string[]> {
   return found;
 }
 
-describe('nothing lost', () => {
+describe('nothing lost', { timeout: 90_000 }, () => {
   it('SIGTERM during an apply: the backend serves until tofu exits, the run ends interrupted, its state is stored, files are owner-only', async () => {
     const env = await setup({ REZUS_SHUTDOWN_GRACE_S: '1', REZUS_LEASE_S: '5' });
     const first = await runner(env);
@@ -127,8 +127,10 @@ describe('nothing lost', () => {
     const first = (await api(a.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
     await applyStarted(a.url, first.id);
     const b = await runner(env);
-
-    process.kill(a.child.pid!, 'SIGSTOP');
+    // The worker id names the runner's own process (tsx runs it as a child of the pid we started).
+    const started = (await api(a.url, 'GET', `/v1/runs/${first.id}/events`)).body.events.find((e: Json) => e.type === 'started');
+    const runnerPid = Number(String(started.data.worker).split(':').at(-1));
+    process.kill(runnerPid, 'SIGSTOP');
     const stoppedAt = Date.now();
     const reaped = await ended(b.url, first.id);
     expect(reaped.state).toBe('interrupted');
@@ -137,7 +139,7 @@ describe('nothing lost', () => {
     const second = (await api(b.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply', destroy: true }));
     expect(second.status, JSON.stringify(second.body)).toBe(202);
     await sleep(Math.max(0, 12_000 - (Date.now() - stoppedAt)));
-    process.kill(a.child.pid!, 'SIGCONT');
+    process.kill(runnerPid, 'SIGCONT');
 
     const after = await ended(b.url, second.body.run.id);
     const versions = (await api(b.url, 'GET', `/v1/clusters/${clusterId}/state/versions`)).body.versions as { version: number; writtenBy: string | null; createdAt: number; deleted: boolean }[];
