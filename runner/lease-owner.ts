@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 
 /** The worker id a runner claims runs with: its host and process, so a peer can ask whether it still lives. */
@@ -17,8 +18,18 @@ export function leaseOwnerIsGone(owner: string | null | undefined): boolean {
   try {
     // Signal 0 only checks that the pid exists; a stopped (SIGSTOP) process still does.
     process.kill(pid, 0);
-    return false;
+    return isZombie(pid);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** A killed process nobody reaped yet (a container without an init) still answers signal 0. */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
   }
 }
