@@ -10,6 +10,7 @@ import { RunError, stopReason } from '../lib/jobs/executor.ts';
 import { createLogger } from '../lib/log.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { backupExecutor } from '../runner/jobs/backup/executor.ts';
+import { ERRORED_STATE_FILE, storeErroredState } from '../runner/jobs/provision/errored-state.ts';
 import { createWorker } from '../runner/worker.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
 import { basic, lockInfo, stateClient, stateDoc } from './support/state.ts';
@@ -180,6 +181,57 @@ describe('runs end once', () => {
     } finally {
       await worker.stop(0);
     }
+  });
+});
+
+describe('a single runner paused past its lease (a suspended VM)', () => {
+  it('stops its own run as lease-lost when it wakes, before it writes anything more', async () => {
+    const run = await runOf('long');
+    let reason: string | undefined;
+    const worker = createWorker({
+      deps: h.deps,
+      workerId: 'w-suspended',
+      leaseMs: 400,
+      concurrency: 1,
+      pollMs: 50,
+      executors: {
+        long: async ({ signal, emit }) => {
+          await emit({ type: 'step', message: 'before the pause' });
+          // The whole process stops: no timer, no heartbeat runs for longer than the lease.
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          reason = stopReason(signal);
+          await emit({ type: 'step', message: 'after the pause' });
+          return 'done';
+        },
+      },
+    });
+    worker.start();
+    try {
+      await expect.poll(() => reason, { timeout: 5000 }).toBe('lease-lost');
+    } finally {
+      await worker.stop(0);
+    }
+    const final = await h.deps.jobs.get(run.id);
+    expect(final!.state).toBe('interrupted');
+    const events = await h.deps.jobs.events(run.id);
+    expect(events.at(-1)!.type).toBe('interrupted');
+    expect(events.map((e) => e.message)).not.toContain('after the pause');
+  });
+});
+
+describe('errored.tfstate', () => {
+  it('is stored as a state version and deleted', async () => {
+    const run = await runOf();
+    const workDir = join(h.deps.settings.dataDir, 'errored-work');
+    await mkdir(workDir, { recursive: true });
+    const body = stateDoc('lin', 4, withMachine);
+    await writeFile(join(workDir, ERRORED_STATE_FILE), body);
+    const stored = await storeErroredState(h.deps, { workDir, runId: run.id, ...ids });
+    expect(stored).toEqual({ version: 1, recoverable: false });
+    expect(await readdir(workDir)).toEqual([]);
+    const admin = await h.app.request(`/v1/state/${ids.tenantId}/${ids.clusterId}`, { headers: { authorization: `Bearer ${h.adminToken}` } });
+    expect(await admin.text()).toBe(body);
   });
 });
 
