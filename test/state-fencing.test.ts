@@ -2,7 +2,10 @@
 // who may UNLOCK, same-serial conflicts, pruning, late writes of ended runs, deletable clusters,
 // no events after the end, cancel reaching the executor at once, owner-only backups, scrubbed logs.
 import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
+import { releaseLocksOfDeadRuns } from '../runner/jobs/registry.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintStateCredential } from '../functions/state/credentials.ts';
 import { writeState, parseStateDocument } from '../functions/state/store.ts';
@@ -217,6 +220,25 @@ describe('a single runner paused past its lease (a suspended VM)', () => {
     const events = await h.deps.jobs.events(run.id);
     expect(events.at(-1)!.type).toBe('interrupted');
     expect(events.map((e) => e.message)).not.toContain('after the pause');
+  });
+});
+
+describe('locks of interrupted runs', () => {
+  it('stay while the run\'s process lives (paused, elsewhere) and go once it is seen dead on this host', async () => {
+    const exited = execa('true');
+    const dead = exited.pid!;
+    await exited;
+    const owners = { run_dead: `${hostname()}:${dead}`, run_alive: `${hostname()}:${process.ppid}`, run_remote: `elsewhere:${dead}` };
+    for (const [name, owner] of Object.entries(owners)) {
+      const other = await seedCluster(h, name.replace('_', '-'));
+      const run = await h.deps.jobs.enqueue({ kind: 'provision', ...other, exclusive: true });
+      await h.deps.database.client.execute({ sql: "UPDATE runs SET state = 'interrupted', lease_owner = ? WHERE id = ?", args: [owner, run.id] });
+      const cred = await mintStateCredential(h.deps, { runId: run.id, ...other, ttlMs: 60_000 });
+      expect((await stateClient(h, other.tenantId, other.clusterId, basic(cred)).lock(lockInfo(name))).status).toBe(200);
+    }
+    expect(await releaseLocksOfDeadRuns(h.deps)).toBe(1);
+    const left = await h.deps.database.client.execute('SELECT info FROM state_locks');
+    expect(left.rows.map((r) => JSON.parse(String(r.info)).Who).sort()).toEqual(['run_alive', 'run_remote']);
   });
 });
 

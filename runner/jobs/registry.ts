@@ -19,6 +19,9 @@ import { bootstrapExecutor } from './push-config/bootstrap.ts';
 import { pushConfigExecutor } from './push-config/executor.ts';
 import { upgradeExecutor } from './upgrade/executor.ts';
 import { leaseOwnerIsGone } from '../lease-owner.ts';
+import { eq, inArray } from 'drizzle-orm';
+import { runs, stateLocks } from '../../db/schema/index.ts';
+import { TERMINAL_STATES, type RunState } from '../../lib/jobs/types.ts';
 
 export type AppExecutors = ExecutorRegistry<Deps>;
 
@@ -68,10 +71,30 @@ export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<v
   }
 }
 
+/**
+ * State locks still held by runs that ended: released (with the credential) once the process
+ * that ran them is seen dead, e.g. a runner killed while it was paused after being reaped.
+ */
+export async function releaseLocksOfDeadRuns(deps: Deps): Promise<number> {
+  const held = await deps.db
+    .select({ runId: runs.id, owner: runs.leaseOwner })
+    .from(stateLocks)
+    .innerJoin(runs, eq(runs.id, stateLocks.heldBy))
+    .where(inArray(runs.state, TERMINAL_STATES as RunState[]));
+  let released = 0;
+  for (const h of held) {
+    if (!leaseOwnerIsGone(h.owner)) continue;
+    await revokeStateCredential(deps, h.runId);
+    released++;
+  }
+  return released;
+}
+
 /** Scheduled work; each entry is overrun-protected by the cron host. */
 export function cronJobs(deps: Deps): CronJob[] {
   return [
     { name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) },
+    { name: 'state-locks-of-dead-runs', pattern: '* * * * *', run: () => releaseLocksOfDeadRuns(deps) },
     // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
     { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
   ];
