@@ -12,6 +12,8 @@ export interface Settings {
   collectDeadlineMs: number;
   /** How long raw health samples are kept before they are folded into hourly aggregates. */
   retentionRawS: number;
+  /** State versions kept per cluster (REZUS_STATE_KEEP_VERSIONS); older ones are deleted. Default 100. */
+  stateKeepVersions?: number;
   /** Poll interval for run event followers (SSE) in ms. */
   followPollMs: number;
   /** A quiet event stream sends a comment this often, so proxies keep it open. */

@@ -18,7 +18,16 @@ export class DomainError extends Error {
   }
 }
 
-/** The message of anything thrown, for logs and run events. */
+/** The message of anything thrown, for logs and run events; SQL parameter dumps are cut off. */
 export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return withoutSqlParams(err instanceof Error ? err.message : String(err));
+}
+
+/**
+ * Drizzle puts every bound value of a failed query into its message (`params: …`): sealed
+ * secrets, state bodies, token hashes. Logs and run errors keep the query, never the values.
+ */
+export function withoutSqlParams(text: string): string {
+  const at = text.search(/\n\s*params:/);
+  return at === -1 ? text : `${text.slice(0, at)}\n[query parameters omitted]`;
 }

@@ -20,6 +20,7 @@ export interface RunnerConfig {
   collectConcurrency: number;
   trustIngress: boolean;
   collectDeadlineMs: number;
+  stateKeepVersions: number;
 }
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
@@ -58,6 +59,7 @@ const envSchema = z.object({
   REZUS_COLLECT_CONCURRENCY: int(1, 1024).default(64),
   REZUS_TRUST_INGRESS: bool,
   REZUS_COLLECT_DEADLINE: z.string().default('2s'),
+  REZUS_STATE_KEEP_VERSIONS: int(1, 100_000).default(100),
 });
 
 /** The runner's whole configuration comes from the environment; everything has a default. */
@@ -87,5 +89,6 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     collectConcurrency: e.REZUS_COLLECT_CONCURRENCY,
     trustIngress: e.REZUS_TRUST_INGRESS,
     collectDeadlineMs: parseDuration(e.REZUS_COLLECT_DEADLINE) * 1000,
+    stateKeepVersions: e.REZUS_STATE_KEEP_VERSIONS,
   };
 }

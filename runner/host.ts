@@ -1,13 +1,15 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { hostname } from 'node:os';
+import { localWorkerId } from './lease-owner.ts';
 import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
 import { cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
 import { removeStaleRunFiles } from '../lib/tofu/index.ts';
+import { isTerminal } from '../lib/jobs/types.ts';
+import { removePartialBackups } from './jobs/backup/executor.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { createLogger } from '../lib/log.ts';
@@ -62,6 +64,7 @@ export async function startHost(
       followPollMs: 500,
       tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000, lockTimeout: '30s' },
       trustIngress: config.trustIngress,
+      stateKeepVersions: config.stateKeepVersions,
     },
     newClusterSecrets: generateSecrets,
     metrics: createPromMetrics(() => deps),
@@ -74,13 +77,18 @@ export async function startHost(
   const port = (server.address() as AddressInfo).port;
   const loopback = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   deps.settings.tofu.selfUrl = `http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`;
-  // Run files left by a crash hold machine configs; nothing can use them now.
-  await removeStaleRunFiles(config.dataDir);
+  // Run files left by a crash hold machine configs. Another runner may share this data dir, so
+  // only files of runs the database says have ended are removed.
+  await removeStaleRunFiles(config.dataDir, async (runId) => {
+    const run = await deps.jobs.get(runId);
+    return !run || isTerminal(run.state);
+  });
+  await removePartialBackups(config.dataDir);
 
   const worker = createWorker({
     deps,
     executors: opts.executors ?? executors(),
-    workerId: `${hostname()}:${process.pid}`,
+    workerId: localWorkerId(),
     leaseMs: config.leaseMs,
     concurrency: config.workerConcurrency,
     onInterrupted: (ids) => onRunsInterrupted(deps, ids),
@@ -98,9 +106,11 @@ export async function startHost(
     stop() {
       stopped ??= (async () => {
         cron.stop();
-        // Stop accepting first; in-flight requests (SSE followers) are cut when the worker is done.
-        const closed = new Promise<void>((r) => server.close(() => r()));
+        // The listener is also tofu's state backend: it keeps serving until every run (and so
+        // every tofu child) has ended, or tofu's final state upload would fail and its
+        // resources would be missing from the stored state.
         await worker.stop(config.shutdownGraceS * 1000);
+        const closed = new Promise<void>((r) => server.close(() => r()));
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         await closed;
         database.close();

@@ -3,6 +3,10 @@ import { createLogger } from '../lib/log.ts';
 import { routeProcessWarnings } from '../lib/process-warnings.ts';
 import { loadConfig } from './config.ts';
 
+// Everything the runner creates (database, backups, run files, tofu's errored.tfstate) holds
+// secrets or state: owner-only, whatever umask the container starts with.
+process.umask(0o077);
+
 const config = (() => {
   try {
     return loadConfig(process.env);

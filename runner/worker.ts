@@ -28,17 +28,28 @@ export function createWorker(opts: {
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
   const offWake = deps.bus.onWake(() => wake?.());
+  // A cancel made through this process's API reaches the executor at once.
+  const offCancel = deps.bus.onCancel((runId) => active.get(runId)?.controller.abort(new Abort('cancel')));
 
   async function execute(run: Run): Promise<void> {
     const controller = new AbortController();
     const executor = executors[run.kind]!;
+    // The lease is only as fresh as the last heartbeat the database accepted. A process that was
+    // paused (SIGSTOP, a suspended VM) longer than its lease must assume a peer reaped the run and
+    // stop its work at once, before it even asks the database.
+    let leaseValidUntil = Date.now() + leaseMs;
     const beat = setInterval(() => {
+      if (Date.now() > leaseValidUntil) controller.abort(new Abort('lease-lost'));
+      const sent = Date.now();
       deps.jobs.heartbeat(run.id, workerId, leaseMs).then(
         (hb) => {
           if (!hb.owned) controller.abort(new Abort('lease-lost'));
-          else if (hb.cancelRequested) controller.abort(new Abort('cancel'));
+          else {
+            leaseValidUntil = sent + leaseMs;
+            if (hb.cancelRequested) controller.abort(new Abort('cancel'));
+          }
         },
-        (err) => deps.log.warn('heartbeat failed', { run: run.id, error: String(err) }),
+        (err) => deps.log.warn('heartbeat failed', { run: run.id, error: errorMessage(err) }),
       );
     }, Math.max(200, Math.floor(leaseMs / 3)));
     const entry = { controller, done: Promise.resolve() };
@@ -49,6 +60,14 @@ export function createWorker(opts: {
       await deps.jobs.finish(run.id, workerId, outcome);
       deps.metrics.runFinished(run.kind, outcome.state, (performance.now() - started) / 1000);
     };
+    // An executor may return before it noticed a cancel (or ignore it): a stored request still
+    // makes the run `canceled`, never `succeeded`.
+    const settledReason = async () => {
+      const why = reason();
+      if (why) return why;
+      const now = await deps.jobs.get(run.id).catch(() => undefined);
+      return now?.cancelRequested ? ('cancel' as const) : undefined;
+    };
     try {
       if (run.cancelRequested) controller.abort(new Abort('cancel'));
       const result = await executor({
@@ -56,15 +75,16 @@ export function createWorker(opts: {
         signal: controller.signal,
         deps,
         emit: async (e) => {
-          await deps.jobs.appendEvent(run.id, e);
+          // Refused only once the run ended elsewhere (reaped): this worker no longer owns it.
+          if (!(await deps.jobs.appendEvent(run.id, e))) controller.abort(new Abort('lease-lost'));
         },
       });
-      const why = reason();
+      const why = await settledReason();
       if (why === 'cancel') await finish({ state: 'canceled', result });
       else if (why === 'shutdown') await finish({ state: 'interrupted', error: 'runner shut down', result });
       else if (why !== 'lease-lost') await finish({ state: 'succeeded', result });
     } catch (err) {
-      const why = reason();
+      const why = await settledReason();
       const message = errorMessage(err);
       if (why === 'cancel') await finish({ state: 'canceled' });
       else if (why === 'shutdown') await finish({ state: 'interrupted', error: 'runner shut down' });
@@ -78,6 +98,10 @@ export function createWorker(opts: {
   }
 
   async function tick(): Promise<void> {
+    // Cancels stored by another process's API reach this worker within one poll.
+    for (const id of await deps.jobs.cancelRequestedAmong([...active.keys()])) {
+      active.get(id)?.controller.abort(new Abort('cancel'));
+    }
     const reaped = await deps.jobs.reapExpired();
     if (reaped.length) await opts.onInterrupted?.(reaped);
     while (!stopping && active.size < concurrency) {
@@ -94,7 +118,7 @@ export function createWorker(opts: {
       try {
         await tick();
       } catch (err) {
-        deps.log.error('worker tick failed', { error: String(err) });
+        deps.log.error('worker tick failed', { error: errorMessage(err) });
       }
       if (stopping) break;
       await new Promise<void>((resolve) => {
@@ -122,6 +146,7 @@ export function createWorker(opts: {
         for (const a of active.values()) a.controller.abort(new Abort('shutdown'));
         await all();
       }
+      offCancel();
     },
     get active() {
       return active.size;

@@ -293,7 +293,7 @@ describe('state backend: credentials', () => {
 describe('cluster deletion', () => {
   it('is refused while the cluster has live tofu state, allowed once the state is purged', async () => {
     const s = await client();
-    await s.post(stateDoc('lin-1', 1));
+    await s.post(stateDoc('lin-1', 1, { resources: [{ mode: 'managed', type: 'terraform_data', name: 'm', instances: [{ attributes: {} }] }] }));
     const refused = await h.call('DELETE', `/v1/clusters/${ids.clusterId}`);
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(/tofu state/);

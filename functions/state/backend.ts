@@ -7,9 +7,10 @@ import { bearerToken } from '../../lib/auth/tokens.ts';
 import { ApiError, badRequest, errorBody, notFound } from '../../lib/http/errors.ts';
 import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../context.ts';
+import { isTerminal } from '../../lib/jobs/types.ts';
 import { basicCredentials, checkStateCredential } from './credentials.ts';
 import { acquireLock, parseLockInfo, releaseLock } from './locks.ts';
-import { StateWriteRefused, currentVersion, findVersion, md5Base64, openVersion, parseStateDocument, purgeState, writeState } from './store.ts';
+import { StateWriteRefused, keepRecoverableVersion, currentVersion, findVersion, md5Base64, openVersion, parseStateDocument, purgeState, writeState } from './store.ts';
 
 /** States grow with every resource; the API's 1 MiB limit would cut real ones. */
 export const STATE_MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -62,6 +63,11 @@ async function authorize(c: StateContext): Promise<StateAccess | Response> {
   return { tenantId: tenant, clusterId: cluster, runId: null };
 }
 
+async function runHasEnded(deps: AppEnv['Variables']['deps'], runId: string): Promise<boolean> {
+  const run = await deps.jobs.get(runId);
+  return !!run && isTerminal(run.state);
+}
+
 /** `?ID=` as tofu appends it to writes while it holds the lock. */
 const lockIdParam = (c: StateContext) => c.req.query('ID');
 
@@ -76,7 +82,13 @@ function writeRefusal(c: StateContext, err: StateWriteRefused) {
     const details = { lock: { ID: err.holder.lockId, Who: holder.Who, Operation: holder.Operation, Created: holder.Created } };
     return c.json(errorBody(new ApiError(409, 'state_locked', `${err.message}; send ?ID=<lock id>`, details)), 409);
   }
-  const code = { locked: 'state_locked', not_locked: 'lock_not_held', lineage: 'lineage_mismatch', stale_serial: 'stale_serial' }[err.reason];
+  const code = {
+    locked: 'state_locked',
+    not_locked: 'lock_not_held',
+    lineage: 'lineage_mismatch',
+    stale_serial: 'stale_serial',
+    serial_conflict: 'serial_conflict',
+  }[err.reason];
   return c.json(errorBody(new ApiError(409, code, err.message)), 409);
 }
 
@@ -133,11 +145,25 @@ export function stateBackendRoutes() {
     const parsed = parseStateDocument(body);
     if (!parsed) throw badRequest('body is not a tofu state document (JSON object with "lineage" and "serial")');
     try {
-      const res = await writeState(deps, { ...access, body, parsed, lockId: lockIdParam(c), writtenBy: access.runId });
+      const res = await writeState(deps, {
+        ...access,
+        body,
+        parsed,
+        lockId: lockIdParam(c),
+        writtenBy: access.runId,
+        keepVersions: deps.settings.stateKeepVersions,
+      });
       return c.json({ version: res.version, serial: parsed.serial, created: res.created }, 200);
     } catch (err) {
-      if (err instanceof StateWriteRefused) return writeRefusal(c, err);
-      throw err;
+      if (!(err instanceof StateWriteRefused)) throw err;
+      // A run that lost its lock (reaped, then force-unlocked) still reports what its tofu did:
+      // that state is kept aside as a hidden version for recovery, never dropped.
+      if ((err.reason === 'locked' || err.reason === 'not_locked') && access.runId && (await runHasEnded(deps, access.runId))) {
+        const kept = await keepRecoverableVersion(deps, { tenantId: access.tenantId, clusterId: access.clusterId, body, parsed, runId: access.runId });
+        deps.log.warn('late state write of an ended run kept as a hidden version', { run: access.runId, cluster: access.clusterId, version: kept.version });
+        return c.json({ version: kept.version, serial: parsed.serial, created: true, recoverable: true }, 200);
+      }
+      return writeRefusal(c, err);
     }
   });
 
@@ -172,7 +198,7 @@ export function stateBackendRoutes() {
     const { deps } = c.var;
     const info = parseLockInfo(await c.req.text());
     if (!info) throw badRequest('unlock body must be tofu LockInfo JSON with an "ID"');
-    const res = await releaseLock(deps, access.clusterId, info.id);
+    const res = await releaseLock(deps, access.clusterId, info.id, access.runId);
     if ('conflict' in res) return c.body(res.holderInfo, 409, { 'content-type': 'application/json' });
     return c.json({ released: res.released }, 200);
   };

@@ -1,4 +1,4 @@
-import { eq, lte } from 'drizzle-orm';
+import { and, eq, isNotNull, lte, notInArray } from 'drizzle-orm';
 import { randomBytes } from 'node:crypto';
 import { clusters, stateCredentials, stateLocks } from '../../db/schema/index.ts';
 import { hashToken, tokensEqual } from '../../lib/auth/tokens.ts';
@@ -75,8 +75,15 @@ export async function checkStateCredential(deps: CredDeps, username: string, pas
   return { runId: row.runId, tenantId: row.tenantId, clusterId: row.clusterId };
 }
 
-/** Drops credentials whose expiry passed; the backend refuses them anyway, this only keeps the table small. */
+/**
+ * Drops credentials whose expiry passed, and the state locks their runs still hold: once a run's
+ * credential is gone its tofu can write nothing, so the lock protects nothing any more (this is
+ * the policy end of a lock kept by an interrupted run whose process could not be seen to die).
+ */
 export async function pruneStateCredentials(deps: CredDeps): Promise<number> {
   const gone = await deps.db.delete(stateCredentials).where(lte(stateCredentials.expiresAt, deps.clock.now())).returning({ id: stateCredentials.runId });
+  await deps.db
+    .delete(stateLocks)
+    .where(and(isNotNull(stateLocks.heldBy), notInArray(stateLocks.heldBy, deps.db.select({ id: stateCredentials.runId }).from(stateCredentials))));
   return gone.length;
 }

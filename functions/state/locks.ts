@@ -61,10 +61,19 @@ export async function acquireLock(
 
 export type UnlockOutcome = { released: boolean } | { conflict: true; holderInfo: string };
 
-export async function releaseLock(deps: LockDeps, clusterId: string, lockId: string): Promise<UnlockOutcome> {
+/**
+ * UNLOCK by the lock's holder: the run whose credential took it, presenting its ID. Knowing the
+ * ID is not enough (it is in every refused locker's 423 answer); anyone else needs the admin
+ * force-unlock.
+ */
+export async function releaseLock(deps: LockDeps, clusterId: string, lockId: string, runId: string | null): Promise<UnlockOutcome> {
+  if (runId === null) {
+    const holder = await lockHolder(deps, clusterId);
+    return holder ? { conflict: true, holderInfo: holder.info } : { released: false };
+  }
   const gone = await deps.db
     .delete(stateLocks)
-    .where(and(eq(stateLocks.clusterId, clusterId), eq(stateLocks.lockId, lockId)))
+    .where(and(eq(stateLocks.clusterId, clusterId), eq(stateLocks.lockId, lockId), eq(stateLocks.heldBy, runId)))
     .returning({ id: stateLocks.lockId });
   if (gone.length) return { released: true };
   const holder = await lockHolder(deps, clusterId);

@@ -13,7 +13,7 @@ export const md5Base64 = (body: Uint8Array) => createHash('md5').update(body).di
 /** Why a write was refused; the route turns each into its HTTP answer. */
 export class StateWriteRefused extends Error {
   constructor(
-    readonly reason: 'locked' | 'not_locked' | 'lineage' | 'stale_serial',
+    readonly reason: 'locked' | 'not_locked' | 'lineage' | 'stale_serial' | 'serial_conflict',
     message: string,
     readonly holder?: { lockId: string; info: string },
   ) {
@@ -111,7 +111,16 @@ async function refusalFor(deps: Pick<Deps, 'db'>, clusterId: string, lockId: str
  */
 export async function writeState(
   deps: StoreDeps,
-  input: { tenantId: string; clusterId: string; body: Uint8Array; parsed: ParsedState; lockId?: string; writtenBy: string | null },
+  input: {
+    tenantId: string;
+    clusterId: string;
+    body: Uint8Array;
+    parsed: ParsedState;
+    lockId?: string;
+    writtenBy: string | null;
+    /** Versions kept per state (REZUS_STATE_KEEP_VERSIONS); older ones are deleted. */
+    keepVersions?: number;
+  },
 ): Promise<{ version: number; created: boolean }> {
   const { db, sealer, clock } = deps;
   const md5 = md5Base64(input.body);
@@ -126,6 +135,11 @@ export async function writeState(
       throw new StateWriteRefused('stale_serial', `state serial ${input.parsed.serial} is older than the stored serial ${current.serial}`);
     }
     if (current && current.md5 === md5) return { version: current.version, created: false };
+    // tofu bumps the serial whenever the content changes; the same serial with other bytes is a
+    // second writer working from the same base, which Terraform's own backends refuse too.
+    if (current && input.parsed.serial === current.serial) {
+      throw new StateWriteRefused('serial_conflict', `state serial ${input.parsed.serial} is already stored with different content`);
+    }
 
     const last = await db
       .select({ n: sql<number>`coalesce(max(${stateVersions.version}), 0)` })
@@ -142,13 +156,67 @@ export async function writeState(
         SELECT ${input.tenantId}, ${input.clusterId}, ${version}, ${input.parsed.serial}, ${input.parsed.lineage}, ${sealed}, ${md5},
                ${input.body.byteLength}, ${input.writtenBy}, ${clock.now()}
         WHERE ${lockAllows(input.clusterId, input.lockId)} AND ${sameLineage}`);
-      if (res.rowsAffected === 1) return { version, created: true };
+      if (res.rowsAffected === 1) {
+        await pruneVersions(deps, input.clusterId, version, input.keepVersions ?? DEFAULT_KEEP_VERSIONS);
+        return { version, created: true };
+      }
     } catch (err) {
       if (!isUniqueViolation(err) || attempt >= 3) throw err;
       continue;
     }
     // Nothing inserted: the lock or the lineage changed under us; the next pass names which.
     if (attempt >= 3) throw new StateWriteRefused('locked', 'state changed concurrently; retry');
+  }
+}
+
+export const DEFAULT_KEEP_VERSIONS = 100;
+
+/** Deletes all but the newest `keep` versions of a state (numbers are dense per cluster). */
+async function pruneVersions(deps: Pick<Deps, 'db'>, clusterId: string, newest: number, keep: number): Promise<void> {
+  if (newest <= keep) return;
+  await deps.db.run(sql`DELETE FROM state_versions WHERE cluster_id = ${clusterId} AND version <= ${newest - keep}`);
+}
+
+/** What `writtenBy` says of a version kept aside: written by a run after it lost the state lock. */
+export const lateWriter = (runId: string) => `late:${runId}`;
+
+/**
+ * Keeps a state body that may not become current (its writer lost the lock: a reaped run whose
+ * lock was force-unlocked, an errored.tfstate refused by lineage or serial) as a hidden version:
+ * GET never serves it, `GET ?version=N` and the version list show it, so it can be recovered by
+ * hand instead of being dropped.
+ */
+export async function keepRecoverableVersion(
+  deps: StoreDeps,
+  input: { tenantId: string; clusterId: string; body: Uint8Array; parsed: ParsedState; runId: string },
+): Promise<{ version: number }> {
+  const md5 = md5Base64(input.body);
+  for (let attempt = 0; ; attempt++) {
+    const last = await deps.db
+      .select({ n: sql<number>`coalesce(max(${stateVersions.version}), 0)` })
+      .from(stateVersions)
+      .where(eq(stateVersions.clusterId, input.clusterId))
+      .get();
+    const version = Number(last?.n ?? 0) + 1;
+    const now = deps.clock.now();
+    try {
+      await deps.db.insert(stateVersions).values({
+        tenantId: input.tenantId,
+        clusterId: input.clusterId,
+        version,
+        serial: input.parsed.serial,
+        lineage: input.parsed.lineage,
+        bodySealed: deps.sealer.seal(input.body, stateContext(input.clusterId, version)),
+        md5,
+        size: input.body.byteLength,
+        writtenBy: lateWriter(input.runId),
+        createdAt: now,
+        deletedAt: now,
+      });
+      return { version };
+    } catch (err) {
+      if (!isUniqueViolation(err) || attempt >= 3) throw err;
+    }
   }
 }
 
@@ -166,7 +234,19 @@ export async function purgeState(deps: StoreDeps, input: { clusterId: string; lo
   return { purged: res.rowsAffected };
 }
 
-/** True while the cluster has a state tofu would read, i.e. resources may still exist. */
-export async function hasLiveState(deps: Pick<Deps, 'db'>, clusterId: string): Promise<boolean> {
-  return (await currentVersion(deps, clusterId)) !== undefined;
+/**
+ * True while the cluster's current state holds a resource instance, i.e. something may still
+ * exist in a cloud. A state left by a successful destroy (no resources) is not live.
+ */
+export async function hasLiveState(deps: Pick<Deps, 'db' | 'sealer'>, clusterId: string): Promise<boolean> {
+  const row = await currentVersion(deps, clusterId);
+  if (!row) return false;
+  let doc: { resources?: { instances?: unknown[] }[] };
+  try {
+    doc = JSON.parse(openVersion(deps, row).toString('utf8')) as typeof doc;
+  } catch {
+    // Unreadable: assume it holds something rather than let the cluster go.
+    return true;
+  }
+  return (doc.resources ?? []).some((r) => (r.instances?.length ?? 0) > 0);
 }

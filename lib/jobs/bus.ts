@@ -10,6 +10,9 @@ export interface RunBus {
   subscribe(runId: string, fn: () => void): () => void;
   wake(): void;
   onWake(fn: () => void): () => void;
+  /** A cancel was stored for a running run: its worker in this process aborts without waiting for a poll. */
+  cancel(runId: string): void;
+  onCancel(fn: (runId: string) => void): () => void;
 }
 
 export function createRunBus(): RunBus {
@@ -17,6 +20,14 @@ export function createRunBus(): RunBus {
   ee.setMaxListeners(0);
   return {
     publish: (runId) => ee.emit(`run:${runId}`),
+    cancel(runId) {
+      ee.emit(`run:${runId}`);
+      ee.emit('cancel', runId);
+    },
+    onCancel(fn) {
+      ee.on('cancel', fn);
+      return () => ee.off('cancel', fn);
+    },
     subscribe(runId, fn) {
       ee.on(`run:${runId}`, fn);
       return () => ee.off(`run:${runId}`, fn);

@@ -25,8 +25,16 @@ const ACTIVE: RunState[] = ['queued', 'running'];
 export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
   const { db, clock, bus } = deps;
 
-  async function appendEvent(runId: string, e: RunEventInput): Promise<RunEvent> {
+  /**
+   * Appends an event unless the run already ended: the state check is part of the INSERT, so a
+   * worker that lost its lease (paused, partitioned) cannot add anything after the terminal
+   * event. `terminal` is only for the transition's own closing event. Answers undefined when
+   * the event was refused.
+   */
+  async function appendEvent(runId: string, e: RunEventInput, opts: { terminal?: boolean } = {}): Promise<RunEvent | undefined> {
     const at = clock.now();
+    // Selected from the run's own row, so a closed run yields no row and nothing is inserted.
+    const open = opts.terminal ? eq(runs.id, runId) : and(eq(runs.id, runId), inArray(runs.state, ACTIVE));
     for (let attempt = 0; ; attempt++) {
       try {
         const [row] = await db
@@ -35,17 +43,18 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
             db
               .select({
                 runId: sql<string>`${runId}`.as('run_id'),
-                seq: sql<number>`coalesce(max(${runEvents.seq}), 0) + 1`.as('seq'),
+                seq: sql<number>`(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ${runId})`.as('seq'),
                 at: sql<number>`${at}`.as('at'),
                 level: sql<string>`${e.level ?? 'info'}`.as('level'),
                 type: sql<string>`${e.type}`.as('type'),
                 message: sql<string>`${e.message}`.as('message'),
                 data: sql<string | null>`${e.data ? JSON.stringify(e.data) : null}`.as('data'),
               })
-              .from(runEvents)
-              .where(eq(runEvents.runId, runId)),
+              .from(runs)
+              .where(open),
           )
           .returning();
+        if (!row) return undefined;
         const event = row as RunEvent;
         bus.publish(runId);
         return event;
@@ -163,7 +172,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         level: outcome.state === 'succeeded' ? 'info' : outcome.state === 'canceled' ? 'warn' : 'error',
         type: outcome.state,
         message: outcome.error ? `run ${outcome.state}: ${outcome.error}` : `run ${outcome.state}`,
-      });
+      }, { terminal: true });
       return true;
     },
 
@@ -175,7 +184,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         .where(and(eq(runs.id, runId), eq(runs.state, 'queued')))
         .returning();
       if (queued) {
-        await appendEvent(runId, { level: 'warn', type: 'canceled', message: 'run canceled before it started' });
+        await appendEvent(runId, { level: 'warn', type: 'canceled', message: 'run canceled before it started' }, { terminal: true });
         return queued;
       }
       const [running] = await db
@@ -185,23 +194,37 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         .returning();
       if (running) {
         await appendEvent(runId, { level: 'warn', type: 'cancel_requested', message: 'cancel requested' });
-        bus.publish(runId);
+        // The worker in this process aborts at once; workers elsewhere see the flag within a poll.
+        bus.cancel(runId);
       }
       return get(runId);
     },
 
-    /** Runs whose lease ran out (their worker died) end as `interrupted`. */
+    /**
+     * Runs whose lease ran out end as `interrupted`. The lease owner stays on the row: its worker
+     * may only be paused, and clean-up must know whose process to ask about (see onRunsInterrupted).
+     */
     async reapExpired(): Promise<string[]> {
       const now = clock.now();
       const expired = await db
         .update(runs)
-        .set({ state: 'interrupted', finishedAt: now, error: 'lease expired: the worker stopped without finishing the run', leaseOwner: null })
+        .set({ state: 'interrupted', finishedAt: now, error: 'lease expired: the worker stopped without finishing the run' })
         .where(and(eq(runs.state, 'running'), lt(runs.leaseExpiresAt, now)))
         .returning({ id: runs.id });
       for (const { id } of expired) {
-        await appendEvent(id, { level: 'error', type: 'interrupted', message: 'run interrupted: its worker stopped (lease expired)' });
+        await appendEvent(id, { level: 'error', type: 'interrupted', message: 'run interrupted: its worker stopped (lease expired)' }, { terminal: true });
       }
       return expired.map((r) => r.id);
+    },
+
+    /** Which of these running runs have a cancel request (a worker's poll for cancels made elsewhere). */
+    async cancelRequestedAmong(runIds: string[]): Promise<string[]> {
+      if (runIds.length === 0) return [];
+      const rows = await db
+        .select({ id: runs.id })
+        .from(runs)
+        .where(and(inArray(runs.id, runIds), eq(runs.cancelRequested, true)));
+      return rows.map((r) => r.id);
     },
 
     async events(runId: string, afterSeq = 0, limit = 1000): Promise<RunEvent[]> {

@@ -29,6 +29,12 @@ export interface TofuWorkspaceOptions {
   timeoutMs?: number;
   /** How long tofu waits for a held state lock, e.g. "30s". */
   lockTimeout?: string;
+  /**
+   * The run this workspace serves. With it, the work dir and run files live under
+   * `runs/<runId>/` in the data dir: a run reaped while its tofu still runs never shares a
+   * directory with the next run on the cluster, and clean-up can ask the database per run.
+   */
+  runId?: string;
 }
 
 export interface CommandHooks {
@@ -116,11 +122,21 @@ export function workDirFor(dataDir: string, tenantId: string, clusterId: string)
   return path.join(dataDir, 'work', tenantId, clusterId);
 }
 
+export const RUN_DIR_PREFIX = 'run_';
+
+/** The directory of one run's work dir and files, when the workspace is opened for a run. */
+export function runDirFor(dataDir: string, runId: string): string {
+  if (!ID.test(runId) || !runId.startsWith(RUN_DIR_PREFIX)) throw new Error(`invalid run id ${JSON.stringify(runId)}`);
+  return path.join(dataDir, 'runs', runId);
+}
+
 /**
- * Removes run directories left by a process that died mid-run: they hold machine configs. Call
- * at start, before any run begins.
+ * Removes run directories left by a process that died mid-run: they hold machine configs.
+ * `ended(runId)` says whether a run is over; a run directory of a run still going (another
+ * runner on the same data dir) is kept. Directories not named after a run come from older
+ * versions and are removed.
  */
-export async function removeStaleRunFiles(dataDir: string): Promise<number> {
+export async function removeStaleRunFiles(dataDir: string, ended: (runId: string) => Promise<boolean> = async () => true): Promise<number> {
   const root = path.join(dataDir, 'runs');
   let entries: string[];
   try {
@@ -129,8 +145,13 @@ export async function removeStaleRunFiles(dataDir: string): Promise<number> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw err;
   }
-  await Promise.all(entries.map((e) => rm(path.join(root, e), { recursive: true, force: true })));
-  return entries.length;
+  let removed = 0;
+  for (const e of entries) {
+    if (e.startsWith(RUN_DIR_PREFIX) && !(await ended(e))) continue;
+    await rm(path.join(root, e), { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
 }
 
 /** Every machine's user_data is a Talos machine config: a secret. */
@@ -151,7 +172,8 @@ export class TofuWorkspace {
   private readonly secrets = new Set<string>();
 
   constructor(private readonly opts: TofuWorkspaceOptions) {
-    this.dir = workDirFor(opts.dataDir, opts.tenantId, opts.clusterId);
+    workDirFor(opts.dataDir, opts.tenantId, opts.clusterId);
+    this.dir = opts.runId ? path.join(runDirFor(opts.dataDir, opts.runId), 'work') : workDirFor(opts.dataDir, opts.tenantId, opts.clusterId);
     for (const v of Object.values(opts.env ?? {})) this.secrets.add(v);
     for (const s of backendSecrets(opts.backend)) this.secrets.add(s);
     for (const s of opts.secrets ?? []) this.secrets.add(s);
@@ -173,13 +195,18 @@ export class TofuWorkspace {
   /** A private directory for one run's variables and plan; call dispose() when the run ends. */
   async createRunFiles(vars: Record<string, unknown>): Promise<RunFiles> {
     for (const u of userDataOf(vars)) this.secrets.add(u);
-    const root = path.join(this.opts.dataDir, 'runs');
+    const root = this.opts.runId ? runDirFor(this.opts.dataDir, this.opts.runId) : path.join(this.opts.dataDir, 'runs');
     await mkdir(root, { recursive: true, mode: 0o700 });
-    const dir = path.join(root, `${this.opts.tenantId}-${this.opts.clusterId}-${randomUUID()}`);
+    const dir = path.join(root, this.opts.runId ? `files-${randomUUID()}` : `${this.opts.tenantId}-${this.opts.clusterId}-${randomUUID()}`);
     await mkdir(dir, { mode: 0o700 });
     const varFile = path.join(dir, 'vars.tfvars.json');
     await writeFile(varFile, JSON.stringify(vars), { mode: 0o600, flag: 'wx' });
     return { dir, varFile, planFile: path.join(dir, 'run.tfplan'), dispose: () => rm(dir, { recursive: true, force: true }) };
+  }
+
+  /** Removes the run's directory (work dir and run files); only for a workspace opened with a runId. */
+  async disposeRun(): Promise<void> {
+    if (this.opts.runId) await rm(runDirFor(this.opts.dataDir, this.opts.runId), { recursive: true, force: true });
   }
 
   /** Adds strings to scrub (e.g. a token generated after the workspace was opened). */

@@ -18,6 +18,10 @@ import { provisionExecutor } from './provision/executor.ts';
 import { bootstrapExecutor } from './push-config/bootstrap.ts';
 import { pushConfigExecutor } from './push-config/executor.ts';
 import { upgradeExecutor } from './upgrade/executor.ts';
+import { leaseOwnerIsGone } from '../lease-owner.ts';
+import { eq, inArray } from 'drizzle-orm';
+import { runs, stateLocks } from '../../db/schema/index.ts';
+import { TERMINAL_STATES, type RunState } from '../../lib/jobs/types.ts';
 
 export type AppExecutors = ExecutorRegistry<Deps>;
 
@@ -52,17 +56,45 @@ export function executors(): AppExecutors {
 }
 
 /**
- * Clean-up for runs whose worker died (lease expired): a provision run's tofu may have left its
- * state lock behind, and its state credential must stop working.
+ * Clean-up for runs whose lease expired. Only when the worker's process is known dead (a crash on
+ * this host) are its state credential revoked and its tofu's state lock released. A worker that
+ * may merely be paused keeps both: its tofu may still be applying, so the lock keeps every other
+ * run off the state (they wait, then fail with 423 naming the holder) and a late write of its
+ * state is stored, not refused. The worker releases both itself once its tofu exits; otherwise
+ * they go when the credential expires (pruneStateCredentials) or an admin force-unlocks.
  */
 export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<void> {
-  for (const id of runIds) await revokeStateCredential(deps, id);
+  for (const id of runIds) {
+    const run = await deps.jobs.get(id);
+    if (leaseOwnerIsGone(run?.leaseOwner)) await revokeStateCredential(deps, id);
+    else deps.log.warn('interrupted run keeps its state lock until its process ends', { run: id, worker: run?.leaseOwner ?? null });
+  }
+}
+
+/**
+ * State locks still held by runs that ended: released (with the credential) once the process
+ * that ran them is seen dead, e.g. a runner killed while it was paused after being reaped.
+ */
+export async function releaseLocksOfDeadRuns(deps: Deps): Promise<number> {
+  const held = await deps.db
+    .select({ runId: runs.id, owner: runs.leaseOwner })
+    .from(stateLocks)
+    .innerJoin(runs, eq(runs.id, stateLocks.heldBy))
+    .where(inArray(runs.state, TERMINAL_STATES as RunState[]));
+  let released = 0;
+  for (const h of held) {
+    if (!leaseOwnerIsGone(h.owner)) continue;
+    await revokeStateCredential(deps, h.runId);
+    released++;
+  }
+  return released;
 }
 
 /** Scheduled work; each entry is overrun-protected by the cron host. */
 export function cronJobs(deps: Deps): CronJob[] {
   return [
     { name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) },
+    { name: 'state-locks-of-dead-runs', pattern: '* * * * *', run: () => releaseLocksOfDeadRuns(deps) },
     // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
     { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
   ];

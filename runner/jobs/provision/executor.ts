@@ -12,6 +12,7 @@ import { loadProviderEnv, type CredentialProvider } from '../../../functions/pro
 import { currentVersion } from '../../../functions/state/store.ts';
 import { mintStateCredential, revokeStateCredential } from '../../../functions/state/credentials.ts';
 import { findPlan, restorePlan, savePlan } from './plans.ts';
+import { storeErroredState } from './errored-state.ts';
 import { CLOUD_PROVIDERS, writeRootModule, type CloudProvider, type ProviderSettings } from './root-module.ts';
 
 
@@ -67,6 +68,7 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
     graceMs: deps.settings.tofu.cancelGraceMs,
     // A lock held elsewhere (a run on another runner, a force-unlock pending) is waited for briefly.
     lockTimeout: deps.settings.tofu.lockTimeout,
+    runId: run.id,
   });
 
   // Events are written in order but without blocking tofu's stdout.
@@ -108,8 +110,22 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
     }
     throw err;
   } finally {
-    await files.dispose();
-    await revokeStateCredential(deps, run.id);
+    // tofu has exited here: whatever it could not upload is stored before its directory goes.
+    try {
+      const errored = await storeErroredState(deps, { workDir: ws.dir, runId: run.id, tenantId: cluster.tenantId, clusterId: cluster.id });
+      if (errored) {
+        await emit({
+          level: 'warn',
+          type: 'provision.errored_state',
+          message: `tofu could not upload its state; stored it as version ${errored.version}${errored.recoverable ? ' (hidden, for recovery)' : ''}`,
+          data: errored,
+        });
+      }
+    } finally {
+      await files.dispose();
+      await ws.disposeRun();
+      await revokeStateCredential(deps, run.id);
+    }
   }
 
   async function applySaved(planRunId: string) {

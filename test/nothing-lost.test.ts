@@ -1,0 +1,190 @@
+// Real runner processes, real terraform on modules/local: what an operator (SIGTERM, a paused
+// VM, a second runner on the same data dir) or a user (cancel) does to a run in flight, and
+// what must survive it. Outcomes only: run states, stored state versions, files on disk.
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startRunner } from './support/runner-process.ts';
+
+const TOKEN = 'nothing-lost-admin-token-0123456789abcdef';
+let dataDir: string | undefined;
+let pids: number[] = [];
+
+afterEach(async () => {
+  for (const pid of pids) {
+    for (const sig of ['SIGCONT', 'SIGKILL'] as const) {
+      try {
+        process.kill(-pid, sig);
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+  pids = [];
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  dataDir = undefined;
+});
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
+  const res = await fetch(url + path, {
+    method,
+    headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
+}
+
+async function until<T>(fn: () => Promise<T | undefined>, what: string, ms = 45_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function runner(env: Record<string, string>) {
+  const r = await startRunner(env);
+  pids.push(r.child.pid!);
+  return r;
+}
+
+async function setup(extraEnv: Record<string, string> = {}) {
+  dataDir = await mkdtemp(join(tmpdir(), 'rezus-nl-'));
+  return { REZUS_DATA_DIR: dataDir, REZUS_PORT: '0', REZUS_HOST: '127.0.0.1', REZUS_ADMIN_TOKEN: TOKEN, ...extraEnv };
+}
+
+async function localCluster(url: string, delay: number) {
+  const t = await api(url, 'POST', '/v1/tenants', { name: 'home' });
+  const c = await api(url, 'POST', '/v1/clusters', {
+    tenant: t.body.id,
+    name: 'lab',
+    endpoint: 'https://[2001:db8::1]:6443',
+    providerSettings: { local: { apply_delay_seconds: delay } },
+  });
+  expect(c.status, JSON.stringify(c.body)).toBe(201);
+  await api(url, 'POST', `/v1/clusters/${c.body.id}/machines`, { name: 'cp1', role: 'controlplane', provider: 'local' });
+  return { tenantId: t.body.id as string, clusterId: c.body.id as string };
+}
+
+const events = async (url: string, runId: string) => (await api(url, 'GET', `/v1/runs/${runId}/events`)).body.events as { type: string; seq: number }[];
+const applyStarted = (url: string, runId: string) =>
+  until(async () => ((await events(url, runId)).some((e) => e.type === 'tofu.apply_start') ? true : undefined), 'tofu apply_start');
+const ended = (url: string, runId: string) =>
+  until(async () => {
+    const r = await api(url, 'GET', `/v1/runs/${runId}`);
+    return ['queued', 'running'].includes(r.body.state) ? undefined : r.body;
+  }, `run ${runId} to end`);
+
+/** The managed resource instances of a stored state (admin tokens may read it). */
+async function stateResources(url: string, tenantId: string, clusterId: string, version?: number) {
+  const res = await api(url, 'GET', `/v1/state/${tenantId}/${clusterId}${version ? `?version=${version}` : ''}`);
+  if (res.status === 204) return [];
+  expect(res.status).toBe(200);
+  return (res.body.resources as { type: string; name: string; instances: { status?: string }[] }[]).flatMap((r) =>
+    r.instances.map((i) => `${r.type}.${r.name}${i.status === 'tainted' ? ' (tainted)' : ''}`),
+  );
+}
+
+async function filesNamed(dir: string, name: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) if (e.name === name) found.push(join(e.parentPath, e.name));
+  return found;
+}
+
+describe('nothing lost', { timeout: 90_000 }, () => {
+  it('SIGTERM during an apply: the backend serves until tofu exits, the run ends interrupted, its state is stored, files are owner-only', async () => {
+    const env = await setup({ REZUS_SHUTDOWN_GRACE_S: '1', REZUS_LEASE_S: '5' });
+    const first = await runner(env);
+    const { tenantId, clusterId } = await localCluster(first.url, 60);
+    const run = (await api(first.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
+    await applyStarted(first.url, run.id);
+
+    first.child.kill('SIGTERM');
+    await first.child;
+
+    const second = await runner(env);
+    const done = await api(second.url, 'GET', `/v1/runs/${run.id}`);
+    expect(done.body.state).toBe('interrupted');
+    // tofu's final upload reached the backend: the machine it created is in the stored state.
+    expect(await stateResources(second.url, tenantId, clusterId)).toEqual(['terraform_data.machine (tainted)']);
+    expect(await filesNamed(dataDir!, 'errored.tfstate')).toEqual([]);
+    expect((await api(second.url, 'GET', `/v1/clusters/${clusterId}/state-lock`)).body).toEqual({ lock: null });
+    for (const f of ['rezus.db', 'rezus.db-wal', 'rezus.db-shm']) expect((await stat(join(dataDir!, f))).mode & 0o777, f).toBe(0o600);
+  });
+
+  it('a runner paused longer than its lease: no second tofu writes the state meanwhile, its late state is stored, nothing follows the terminal event', async () => {
+    const env = await setup({ REZUS_LEASE_S: '5' });
+    const a = await runner(env);
+    const { tenantId, clusterId } = await localCluster(a.url, 40);
+    const first = (await api(a.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
+    await applyStarted(a.url, first.id);
+    const b = await runner(env);
+    // The worker id names the runner's own process (tsx runs it as a child of the pid we started).
+    const started = (await api(a.url, 'GET', `/v1/runs/${first.id}/events`)).body.events.find((e: Json) => e.type === 'started');
+    const runnerPid = Number(String(started.data.worker).split(':').at(-1));
+    process.kill(runnerPid, 'SIGSTOP');
+    const stoppedAt = Date.now();
+    const reaped = await ended(b.url, first.id);
+    expect(reaped.state).toBe('interrupted');
+    // The reaped run's tofu is still applying: its lock stays, so this destroy must wait for it.
+    expect((await api(b.url, 'GET', `/v1/clusters/${clusterId}/state-lock`)).body.lock.heldBy).toBe(first.id);
+    const second = (await api(b.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply', destroy: true }));
+    expect(second.status, JSON.stringify(second.body)).toBe(202);
+    await sleep(Math.max(0, 12_000 - (Date.now() - stoppedAt)));
+    process.kill(runnerPid, 'SIGCONT');
+
+    const after = await ended(b.url, second.body.run.id);
+    const versions = (await api(b.url, 'GET', `/v1/clusters/${clusterId}/state/versions`)).body.versions as { version: number; writtenBy: string | null; createdAt: number; deleted: boolean }[];
+    const byFirst = versions.filter((v) => v.writtenBy === first.id);
+    const bySecond = versions.filter((v) => v.writtenBy === second.body.run.id);
+    // The first tofu's write after it was reaped is stored, with the machine it created.
+    const late = byFirst.find((v) => v.createdAt >= reaped.finishedAt);
+    expect(late, JSON.stringify(versions)).toBeDefined();
+    expect(await stateResources(b.url, tenantId, clusterId, late!.version)).toEqual(['terraform_data.machine (tainted)']);
+    if (after.state === 'succeeded') {
+      // The destroy ran only after the first tofu was done with the state.
+      expect(Math.min(...bySecond.map((v) => v.version))).toBeGreaterThan(Math.max(...byFirst.map((v) => v.version)));
+      expect(await stateResources(b.url, tenantId, clusterId)).toEqual([]);
+    } else {
+      expect(after.error).toMatch(/lock/i);
+      expect(bySecond).toEqual([]);
+    }
+    const firstEvents = await events(b.url, first.id);
+    expect(firstEvents.at(-1)!.type).toBe('interrupted');
+    expect((await api(b.url, 'GET', `/v1/runs/${first.id}`)).body.state).toBe('interrupted');
+  });
+
+  it('a second runner on the same data dir keeps the first one\'s run files and clears ended ones; a cancel through it reaches the first runner\'s tofu', async () => {
+    const env = await setup({ REZUS_LEASE_S: '5' });
+    const a = await runner(env);
+    const { tenantId, clusterId } = await localCluster(a.url, 60);
+    const run = (await api(a.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
+    await applyStarted(a.url, run.id);
+    // Leftovers of a crash: a run the database does not know, an older layout, a cut-short backup.
+    await mkdir(join(dataDir!, 'runs', 'run_gone'), { recursive: true });
+    await mkdir(join(dataDir!, 'runs', 'ten_x-cl_y-0000'), { recursive: true });
+    await mkdir(join(dataDir!, 'backups'), { recursive: true });
+    await writeFile(join(dataDir!, 'backups', 'rezus-x.db.partial'), 'half');
+
+    const b = await runner(env);
+    expect((await readdir(join(dataDir!, 'runs'))).sort()).toEqual([run.id]);
+    expect(await readdir(join(dataDir!, 'backups'))).toEqual([]);
+
+    const cancel = await api(b.url, 'POST', `/v1/runs/${run.id}/cancel`);
+    expect(cancel.status).toBeLessThan(300);
+    const done = await ended(b.url, run.id);
+    expect(done.state).toBe('canceled');
+    // tofu was interrupted, not killed: it stored what it had created and released its lock.
+    expect(await stateResources(b.url, tenantId, clusterId)).toEqual(['terraform_data.machine (tainted)']);
+    expect((await api(b.url, 'GET', `/v1/clusters/${clusterId}/state-lock`)).body).toEqual({ lock: null });
+    await until(async () => ((await readdir(join(dataDir!, 'runs'))).length === 0 ? true : undefined), 'run files removed', 10_000);
+  });
+});
