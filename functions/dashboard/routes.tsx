@@ -106,7 +106,14 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
       const type = c.req.header('content-type') ?? '';
       const form: FormValues = {};
       if (/^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type)) {
-        for (const [k, val] of Object.entries(await c.req.parseBody())) if (typeof val === 'string') form[k] = val;
+        let parsed: Record<string, unknown>;
+        try {
+          parsed = await c.req.parseBody();
+        } catch {
+          // A truncated or malformed multipart body is the sender's fault, not ours.
+          return render(c, 400, <MessagePage v={c.var.view} title="Form rejected" message="The form data could not be read. Reload the page and try again." />);
+        }
+        for (const [k, val] of Object.entries(parsed)) if (typeof val === 'string') form[k] = val;
       }
       if (!csrfMatches(c.var.session, form._csrf)) {
         return render(c, 403, <MessagePage v={c.var.view} title="Form rejected" message="This form has expired or did not come from this dashboard. Reload the page and try again." />);
