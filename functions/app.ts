@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requireAuth } from './auth.ts';
+import { authFailureLimit, type AuthLimitOptions } from './auth-limit.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { DomainError, errorMessage, type ProblemKind } from '../lib/errors.ts';
 import { ApiError, errorBody } from '../lib/http/errors.ts';
@@ -42,6 +43,8 @@ const apiBodyLimit = () =>
 
 export interface AppOptions {
   metricsSources?: MetricsSource[];
+  /** Failed-authentication limit per client; the client is the dashboard's remote address source. */
+  authLimit?: Omit<AuthLimitOptions, 'remoteAddress'>;
   dashboard?: DashboardOptions;
 }
 
@@ -54,6 +57,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
     await next();
   });
   app.use(countRequests);
+  app.use(authFailureLimit({ ...opts.authLimit, remoteAddress: opts.dashboard?.remoteAddress }));
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json(errorBody(err), err.status);

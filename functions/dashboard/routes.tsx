@@ -15,6 +15,7 @@ import { ClustersPage } from './pages/clusters.tsx';
 import { LoginPage } from './pages/login.tsx';
 import { MessagePage, RunPage, RunsPage } from './pages/runs.tsx';
 import { TenantsPage } from './pages/tenants.tsx';
+import { endSession, isEnded } from './ended-sessions.ts';
 import { SESSION_COOKIE, SESSION_TTL_MS, csrfMatches, newSession, openSession, sealSession, type Session } from './session.ts';
 import { href, type FormValues, type View } from './view.ts';
 
@@ -86,7 +87,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     let principal: Principal | null = null;
     if (ingress.trusted) principal = INGRESS_PRINCIPAL;
     else if (session?.token) {
-      principal = await authenticate(deps, session.token);
+      principal = (await isEnded(deps, session)) ? null : await authenticate(deps, session.token);
       if (!principal) fresh = true; // revoked or rotated away: back to the login page
     }
     if (fresh) session = newSession(now, undefined, ttl);
@@ -143,7 +144,8 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     return go(c, '/');
   });
 
-  app.post('/logout', (c) => {
+  app.post('/logout', async (c) => {
+    await endSession(c.var.deps, c.var.session);
     writeSession(c, newSession(c.var.deps.clock.now(), undefined, ttl));
     return go(c, '/login');
   });
