@@ -133,3 +133,26 @@ describe('no 5xx on bad input (item 10)', () => {
     expect(await count('audit')).toBe(before + 1);
   });
 });
+
+describe('one tenant cannot starve others (item 7)', () => {
+  it("a tenant's POST /v1/collect storm coalesces into one fleet pass and names nothing of another tenant", async () => {
+    const a = await seedCluster(h, 'noisy');
+    const b = await seedCluster(h, 'quiet');
+    const tokA = (await h.call('POST', `/v1/tenants/${a.tenantId}/tokens`, { body: { name: 'rw' } })).body.token as string;
+    // The other tenant asks first; its pass is fleet-wide, and the noisy tenant joins it.
+    const tokB = (await h.call('POST', `/v1/tenants/${b.tenantId}/tokens`, { body: { name: 'rw' } })).body.token as string;
+    const first = await h.call('POST', '/v1/collect', { token: tokB });
+    expect(first.body).toEqual({ queued: true, coalesced: false });
+    const answers = await Promise.all(Array.from({ length: 40 }, () => h.call('POST', '/v1/collect', { token: tokA })));
+    expect(answers.every((r) => r.status === 202 && r.body.coalesced === true)).toBe(true);
+    const text = JSON.stringify(answers.map((r) => r.body));
+    expect(text).not.toMatch(/run_|tn_|cl_/);
+    const runs = await h.deps.database.client.execute("SELECT params, tenant_id FROM runs WHERE kind = 'collect'");
+    expect(runs.rows).toHaveLength(1);
+    // The one pass covers every tenant: no tenant scope, so the cron's pass is this pass.
+    expect(JSON.parse(String(runs.rows[0]!.params))).toEqual({});
+    expect(runs.rows[0]!.tenant_id).toBeNull();
+    const { scheduledCollect } = await import('../functions/collect/job.ts');
+    expect(await scheduledCollect(h.deps)).toBeUndefined();
+  });
+});
