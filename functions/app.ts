@@ -2,6 +2,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import { requireAuth } from './auth.ts';
+import { authFailureLimit, type AuthLimitOptions } from './auth-limit.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import { DomainError, errorMessage, type ProblemKind } from '../lib/errors.ts';
 import { ApiError, errorBody } from '../lib/http/errors.ts';
 import { ActiveRunConflict } from '../lib/jobs/queue.ts';
@@ -41,6 +43,8 @@ const apiBodyLimit = () =>
   });
 
 export interface AppOptions {
+  /** Failed-authentication limit per client; the client is the dashboard's remote address source. */
+  authLimit?: Omit<AuthLimitOptions, 'remoteAddress'>;
   dashboard?: DashboardOptions;
 }
 
@@ -53,6 +57,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
     await next();
   });
   app.use(countRequests);
+  app.use(authFailureLimit({ ...opts.authLimit, remoteAddress: opts.dashboard?.remoteAddress }));
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json(errorBody(err), err.status);
@@ -60,6 +65,8 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
     if (err instanceof ActiveRunConflict) {
       return c.json(errorBody(new ApiError(409, 'run_active', err.message, { activeRun: err.activeRunId })), 409);
     }
+    // Two requests racing to create one name: the unique index decided, the loser is told so.
+    if (isUniqueViolation(err)) return c.json({ error: { code: 'conflict', message: 'that name is already taken' } }, 409);
     if (err instanceof HTTPException) {
       const code = err.status === 413 ? 'body_too_large' : 'http_error';
       return c.json({ error: { code, message: err.message || 'request rejected' } }, err.status);

@@ -53,7 +53,7 @@ export const addonOptionsSchema = z.object({
   collect_concurrency: int(1, 1024, 64),
   // The add-on's `timeout` (config.yaml) is 60 s: the runner must be done well before SIGKILL.
   shutdown_grace_s: int(0, 50, 20),
-  admin_token: optionalText(z.string().min(16, 'must be at least 16 characters')),
+  admin_token: optionalText(z.string().min(32, 'must be at least 32 characters')),
   master_key: optionalText(z.string().refine(validMasterKey, 'must be 32 bytes, as 64 hex characters or base64')),
   database_url: optionalText(z.string().regex(/^(libsql|https):\/\/[^\s]+$/, 'must be a libsql:// or https:// URL')),
   database_auth_token: optionalText(z.string()),

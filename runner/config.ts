@@ -47,7 +47,7 @@ const envSchema = z.object({
   REZUS_DB_AUTH_TOKEN: optional,
   REZUS_HOST: z.string().default('0.0.0.0'),
   REZUS_PORT: int(0, 65535).default(8080),
-  REZUS_ADMIN_TOKEN: optional.refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
+  REZUS_ADMIN_TOKEN: optional.refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
   REZUS_MASTER_KEY: optional,
   REZUS_COLLECT_CRON: z.string().default('* * * * *'),
   REZUS_SHUTDOWN_GRACE_S: int(0, 3600).default(30),

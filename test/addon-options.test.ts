@@ -31,7 +31,7 @@ describe('add-on options to runner environment', () => {
       worker_concurrency: 2,
       collect_concurrency: 16,
       shutdown_grace_s: 45,
-      admin_token: 'a-long-admin-token-123',
+      admin_token: 'a-long-admin-token-0123456789abcdef',
       master_key: key,
       database_url: 'libsql://rezus-home.example.turso.io',
       database_auth_token: 'db-token',
@@ -43,7 +43,7 @@ describe('add-on options to runner environment', () => {
       REZUS_WORKER_CONCURRENCY: '2',
       REZUS_COLLECT_CONCURRENCY: '16',
       REZUS_SHUTDOWN_GRACE_S: '45',
-      REZUS_ADMIN_TOKEN: 'a-long-admin-token-123',
+      REZUS_ADMIN_TOKEN: 'a-long-admin-token-0123456789abcdef',
       REZUS_MASTER_KEY: key,
       REZUS_DB_URL: 'libsql://rezus-home.example.turso.io',
       REZUS_DB_AUTH_TOKEN: 'db-token',
@@ -71,7 +71,7 @@ describe('add-on options to runner environment', () => {
     [{ worker_concurrency: 2.5 }, /^add-on option worker_concurrency: /],
     [{ collect_concurrency: '8' }, /^add-on option collect_concurrency: /],
     [{ shutdown_grace_s: 120 }, /^add-on option shutdown_grace_s: /],
-    [{ admin_token: 'short' }, /^add-on option admin_token: must be at least 16 characters$/],
+    [{ admin_token: 'short' }, /^add-on option admin_token: must be at least 32 characters$/],
     [{ master_key: 'not-a-key' }, /^add-on option master_key: must be 32 bytes/],
     [{ database_url: 'http://db.example' }, /^add-on option database_url: must be a libsql:\/\/ or https:\/\/ URL$/],
     [{ database_auth_token: 'tok' }, /^add-on option database_auth_token: needs database_url$/],
@@ -110,7 +110,7 @@ describe('add-on entry', () => {
     const dir = await mkdtemp(join(tmpdir(), 'rezus-addon-'));
     try {
       const file = join(dir, 'options.json');
-      await writeFile(file, JSON.stringify({ retention_raw: 'forever', admin_token: 'a-secret-admin-token-xyz' }));
+      await writeFile(file, JSON.stringify({ retention_raw: 'forever', admin_token: 'a-secret-admin-token-xyz-0123456789ab' }));
       const root = join(import.meta.dirname, '..');
       const res = await execa(process.execPath, ['dist/runner/addon-main.js'], {
         cwd: root,
@@ -121,7 +121,7 @@ describe('add-on entry', () => {
       });
       expect(res.exitCode).toBe(2);
       expect(res.stderr).toContain('add-on option retention_raw: must be a duration');
-      expect(res.stderr + res.stdout).not.toContain('a-secret-admin-token-xyz');
+      expect(res.stderr + res.stdout).not.toContain('a-secret-admin-token-xyz-0123456789ab');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

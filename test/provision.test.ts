@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { machines, stateLocks } from '../db/schema/index.ts';
@@ -185,10 +186,16 @@ describe('provision with real tofu on modules/local', () => {
 });
 
 describe('provision webhook', () => {
-  async function hook(tenantId: string, body: string, headers: Record<string, string>) {
-    const res = await h.app.request(`/v1/hooks/${tenantId}/provision`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  async function hook(tenantId: string, body: string, headers: Record<string, string>, path = 'provision') {
+    const res = await h.app.request(`/v1/hooks/${tenantId}/${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
     return { status: res.status, body: await res.json() };
   }
+  // The scheme README documents, computed here independently of lib/auth/webhook.ts.
+  const signed = (secret: string, body: string, delivery: string, at = Math.floor(Date.now() / 1000)) => ({
+    'x-rezus-delivery': delivery,
+    'x-rezus-timestamp': String(at),
+    'x-rezus-signature': `v1=${createHmac('sha256', secret).update(`${at}.${delivery}.${body}`).digest('hex')}`,
+  });
 
   it('verifies the signature, dedupes deliveries, rejects bad JSON', async () => {
     const { tenantId, clusterId } = await localCluster({ machines: ['cp1'] });
@@ -197,26 +204,78 @@ describe('provision webhook', () => {
     const body = JSON.stringify({ cluster: 'lab', mode: 'plan' });
 
     expect((await hook(tenantId, body, { 'x-rezus-delivery': 'd1' })).status).toBe(401);
-    expect((await hook(tenantId, body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody('wrong', Buffer.from(body)) })).status).toBe(401);
-    expect((await hook('tn_aaaaaaaaaaaaaaaa', body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) })).status).toBe(401);
+    expect((await hook(tenantId, body, signed('wrong', body, 'd1'))).status).toBe(401);
+    // An unknown tenant is 404, not 401.
+    const unknownTenant = await hook('tn_aaaaaaaaaaaaaaaa', body, signed(secret, body, 'd1'));
+    expect(unknownTenant.status).toBe(404);
+    expect(unknownTenant.body.error.code).toBe('not_found');
     // A signature over other bytes does not verify this body.
-    expect((await hook(tenantId, body + ' ', { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) })).status).toBe(401);
+    expect((await hook(tenantId, body + ' ', signed(secret, body, 'd1'))).status).toBe(401);
+    // The body-only signature of old is replayable and no longer accepted.
+    expect((await hook(tenantId, body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) })).status).toBe(401);
 
-    const good = await hook(tenantId, body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) });
+    const good = await hook(tenantId, body, signed(secret, body, 'd1'));
     expect(good.status).toBe(202);
     const runId = good.body.run.id;
-    const replay = await hook(tenantId, body, { 'x-rezus-delivery': 'd1', 'x-rezus-signature': signBody(secret, Buffer.from(body)) });
+    const replay = await hook(tenantId, body, signed(secret, body, 'd1'));
     expect(replay.status).toBe(200);
     expect(replay.body).toMatchObject({ duplicate: true, run: { id: runId } });
     expect((await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs).toHaveLength(1);
 
     const broken = '{"cluster": ';
-    const bad = await hook(tenantId, broken, { 'x-rezus-delivery': 'd2', 'x-rezus-signature': signBody(secret, Buffer.from(broken)) });
+    const bad = await hook(tenantId, broken, signed(secret, broken, 'd2'));
     expect(bad.status).toBe(400);
-    const noDelivery = await hook(tenantId, body, { 'x-rezus-signature': signBody(secret, Buffer.from(body)) });
-    expect(noDelivery.status).toBe(400);
     const unknown = JSON.stringify({ cluster: 'nope' });
-    expect((await hook(tenantId, unknown, { 'x-rezus-delivery': 'd3', 'x-rezus-signature': signBody(secret, Buffer.from(unknown)) })).status).toBe(404);
+    expect((await hook(tenantId, unknown, signed(secret, unknown, 'd3'))).status).toBe(404);
     await waitFor(runId);
+  });
+
+  it('cannot be replayed: a captured request under a new delivery id or after 5 minutes starts nothing', async () => {
+    const { tenantId, clusterId } = await localCluster({ machines: ['cp1'] });
+    const secret = (await h.call('POST', `/v1/tenants/${tenantId}/webhook-secret`)).body.secret as string;
+    const body = JSON.stringify({ cluster: 'lab', mode: 'plan' });
+    const captured = signed(secret, body, 'orig-1');
+    const first = await hook(tenantId, body, captured);
+    expect(first.status).toBe(202);
+    // The attacker swaps the delivery id: the signature no longer matches.
+    expect((await hook(tenantId, body, { ...captured, 'x-rezus-delivery': 'attacker-2' })).status).toBe(401);
+    // …or the timestamp.
+    expect((await hook(tenantId, body, { ...captured, 'x-rezus-timestamp': String(Number(captured['x-rezus-timestamp']) + 1) })).status).toBe(401);
+    // Validly signed but 5 min 1 s old (or ahead): refused as stale.
+    const old = await hook(tenantId, body, signed(secret, body, 'late-1', Math.floor(Date.now() / 1000) - 301));
+    expect(old.status).toBe(401);
+    expect(old.body.error.code).toBe('stale_signature');
+    expect((await hook(tenantId, body, signed(secret, body, 'early-1', Math.floor(Date.now() / 1000) + 301))).status).toBe(401);
+    // The same delivery inside the window is a duplicate.
+    expect((await hook(tenantId, body, captured)).body.duplicate).toBe(true);
+    expect((await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs).toHaveLength(1);
+    await waitFor(first.body.run.id);
+  });
+
+  it("accepts GitHub's own X-Hub-Signature-256 with the cluster in the URL, once per body", async () => {
+    const { tenantId, clusterId } = await localCluster({ machines: ['cp1'] });
+    const secret = (await h.call('POST', `/v1/tenants/${tenantId}/webhook-secret`)).body.secret as string;
+    const push = JSON.stringify({ ref: 'refs/heads/main', after: 'f00d', pushed_at: 1764000000 });
+    const gh = (body: string, delivery: string, extra: Record<string, string> = {}) => ({
+      'x-github-delivery': delivery,
+      'x-github-event': 'push',
+      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+      ...extra,
+    });
+    const url = `clusters/lab/provision?mode=plan`;
+    const ping = await hook(tenantId, '{"zen":"x"}', gh('{"zen":"x"}', 'p-1', { 'x-github-event': 'ping' }), url);
+    expect(ping.status).toBe(200);
+    const first = await hook(tenantId, push, gh(push, '72d3162e-cc78-11e3-81ab-4c9367dc0958'), url);
+    expect(first.status).toBe(202);
+    expect(first.body.run.params).toMatchObject({ mode: 'plan', destroy: false });
+    // Same signed body, new delivery id: recognised as the same delivery.
+    const replay = await hook(tenantId, push, gh(push, 'aaaaaaaa-0000-0000-0000-000000000000'), url);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ duplicate: true, run: { id: first.body.run.id } });
+    expect((await hook(tenantId, push, { ...gh(push, 'x'), 'x-hub-signature-256': 'sha256=' + '0'.repeat(64) }, url)).status).toBe(401);
+    expect((await hook('tn_aaaaaaaaaaaaaaaa', push, gh(push, 'y'), url)).status).toBe(404);
+    expect((await hook(tenantId, push, gh(push, 'z'), 'clusters/nope/provision')).status).toBe(404);
+    expect((await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs).toHaveLength(1);
+    await waitFor(first.body.run.id);
   });
 });

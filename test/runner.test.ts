@@ -49,7 +49,7 @@ describe('runner process', () => {
   it('takes the admin token from REZUS_ADMIN_TOKEN without writing one', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'rezus-runner-'));
     dirs.push(dataDir);
-    const token = 'env-admin-token-0123456789';
+    const token = 'env-admin-token-0123456789abcdefghij';
     const r = await startRunner({ REZUS_DATA_DIR: dataDir, REZUS_PORT: '0', REZUS_HOST: '127.0.0.1', REZUS_ADMIN_TOKEN: token });
     children.push(r.child);
     await expect(stat(join(dataDir, 'admin-token'))).rejects.toThrow();

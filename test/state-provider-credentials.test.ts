@@ -58,10 +58,34 @@ describe('provider credentials', () => {
     await expect(missing).rejects.not.toThrow(SECRET);
   });
 
-  it('refuses a variable set by two providers instead of picking one', async () => {
-    await h.call('PUT', path('/hetzner'), { body: { env: { SHARED: 'a' } } });
-    await h.call('PUT', path('/aws'), { body: { env: { SHARED: 'b' } } });
-    await expect(loadProviderEnv(h.deps, ids.tenantId, ['hetzner', 'aws'])).rejects.toThrow(/both set SHARED/);
+  it('refuses any variable the provider does not document, naming it, and stores nothing (tenant token)', async () => {
+    const tok = (await h.call('POST', `/v1/tenants/${ids.tenantId}/tokens`, { body: { name: 't' } })).body.token;
+    const hostile: Array<[string, string]> = [
+      ['hetzner', 'TF_LOG'],
+      ['hetzner', 'TF_LOG_PATH'],
+      ['aws', 'TF_CLI_CONFIG_FILE'],
+      ['aws', 'LD_PRELOAD'],
+      ['oci', 'NODE_OPTIONS'],
+      ['openstack', 'HTTPS_PROXY'],
+      ['openstack', 'OS_CACERT'],
+      ['aws', 'AWS_CA_BUNDLE'],
+      ['aws', 'SSL_CERT_FILE'],
+      ['oci', 'OCI_PRIVATE_KEY_PATH'],
+      ['hetzner', 'PATH'],
+      ['hetzner', 'HOME'],
+      ['hetzner', 'AWS_ACCESS_KEY_ID'],
+    ];
+    for (const [provider, name] of hostile) {
+      const good = provider === 'hetzner' ? { HCLOUD_TOKEN: SECRET } : provider === 'aws' ? { AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE' } : provider === 'oci' ? { OCI_REGION: 'eu-frankfurt-1' } : { OS_AUTH_URL: 'https://keystone.example.test' };
+      const res = await h.call('PUT', path(`/${provider}`), { token: tok, body: { env: { ...good, [name]: '/tmp/pwned' } } });
+      expect(res.status, `${provider} ${name}`).toBe(400);
+      expect(res.body.error.message).toContain(name);
+    }
+    expect((await h.call('GET', path(''))).body.providers).toEqual([]);
+    // Stored before the allow-list existed: the executor refuses it rather than pass it to tofu.
+    const { storeProviderEnv } = await import('../functions/providers/credentials.ts');
+    await storeProviderEnv(h.deps, ids.tenantId, 'hetzner', { HCLOUD_TOKEN: SECRET, TF_LOG_PATH: '/tmp/x' });
+    await expect(loadProviderEnv(h.deps, ids.tenantId, ['hetzner'])).rejects.toThrow(/TF_LOG_PATH/);
   });
 
   it('keeps tenants apart', async () => {

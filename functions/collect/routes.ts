@@ -9,10 +9,16 @@ import { idParam } from '../inventory/schemas.ts';
 import { publicRun } from '../runs/routes.ts';
 import { clusterHealthView, machineSamples } from './views.ts';
 import { enqueueCollect } from './job.ts';
+import { ActiveRunConflict } from '../../lib/jobs/queue.ts';
 
 export const collectBody = z.strictObject({ cluster: idParam.optional() });
 
-/** POST /v1/collect {cluster?}: 202 {run}, or 409 naming the active pass. */
+/**
+ * POST /v1/collect {cluster?}. An admin gets 202 {run}, or 409 naming the active pass. A tenant's
+ * request never holds the pass lock for itself: it coalesces into the queued or running pass, or
+ * starts a pass over the whole fleet (which covers its clusters and every other tenant's), so
+ * neither cron ticks nor other tenants wait behind it. Its answer names no run it cannot see.
+ */
 export function collectRoutes() {
   const app = new Hono<AppEnv>();
   app.post('/', requireScope('write'), async (c) => {
@@ -25,9 +31,15 @@ export function collectRoutes() {
       const cluster = await loadCluster(c, body.cluster);
       clusterId = cluster.id;
       tenantId = cluster.tenantId;
-    } else if (!p.admin) {
-      // A tenant's pass covers only its own clusters.
-      tenantId = p.tenantId!;
+    }
+    if (!p.admin) {
+      try {
+        await enqueueCollect(c.var.deps, { createdBy: p.tokenId });
+        return c.json({ queued: true, coalesced: false }, 202);
+      } catch (err) {
+        if (err instanceof ActiveRunConflict) return c.json({ queued: true, coalesced: true }, 202);
+        throw err;
+      }
     }
     const run = await enqueueCollect(c.var.deps, { clusterId, tenantId, createdBy: p.tokenId });
     return c.json({ run: publicRun(run) }, 202);

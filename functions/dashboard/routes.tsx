@@ -15,6 +15,7 @@ import { ClustersPage } from './pages/clusters.tsx';
 import { LoginPage } from './pages/login.tsx';
 import { MessagePage, RunPage, RunsPage } from './pages/runs.tsx';
 import { TenantsPage } from './pages/tenants.tsx';
+import { endSession, isEnded } from './ended-sessions.ts';
 import { SESSION_COOKIE, SESSION_TTL_MS, csrfMatches, newSession, openSession, sealSession, type Session } from './session.ts';
 import { operations } from '../openapi/operations.ts';
 import { ApiReferencePage } from './pages/api-reference.tsx';
@@ -88,7 +89,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     let principal: Principal | null = null;
     if (ingress.trusted) principal = INGRESS_PRINCIPAL;
     else if (session?.token) {
-      principal = await authenticate(deps, session.token);
+      principal = (await isEnded(deps, session)) ? null : await authenticate(deps, session.token);
       if (!principal) fresh = true; // revoked or rotated away: back to the login page
     }
     if (fresh) session = newSession(now, undefined, ttl);
@@ -108,7 +109,14 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
       const type = c.req.header('content-type') ?? '';
       const form: FormValues = {};
       if (/^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(type)) {
-        for (const [k, val] of Object.entries(await c.req.parseBody())) if (typeof val === 'string') form[k] = val;
+        let parsed: Record<string, unknown>;
+        try {
+          parsed = await c.req.parseBody();
+        } catch {
+          // A truncated or malformed multipart body is the sender's fault, not ours.
+          return render(c, 400, <MessagePage v={c.var.view} title="Form rejected" message="The form data could not be read. Reload the page and try again." />);
+        }
+        for (const [k, val] of Object.entries(parsed)) if (typeof val === 'string') form[k] = val;
       }
       if (!csrfMatches(c.var.session, form._csrf)) {
         return render(c, 403, <MessagePage v={c.var.view} title="Form rejected" message="This form has expired or did not come from this dashboard. Reload the page and try again." />);
@@ -138,7 +146,8 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     return go(c, '/');
   });
 
-  app.post('/logout', (c) => {
+  app.post('/logout', async (c) => {
+    await endSession(c.var.deps, c.var.session);
     writeSession(c, newSession(c.var.deps.clock.now(), undefined, ttl));
     return go(c, '/login');
   });

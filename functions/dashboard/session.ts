@@ -12,6 +12,8 @@ export const SESSION_TTL_MS = 12 * 3600 * 1000;
  * session. A visitor who has not logged in still has a session, so the login form is protected too.
  */
 export interface Session {
+  /** Identifies the session server-side, so logout can end it for every copy of the cookie. */
+  sid: string;
   csrf: string;
   token?: string;
   /** Epoch ms after which the session is void. */
@@ -19,13 +21,14 @@ export interface Session {
 }
 
 const sessionSchema = z.strictObject({
+  sid: z.string().min(16),
   csrf: z.string().min(20),
   token: z.string().min(1).optional(),
   exp: z.number(),
 });
 
 export function newSession(now: number, token?: string, ttlMs = SESSION_TTL_MS): Session {
-  return { csrf: randomBytes(24).toString('base64url'), exp: now + ttlMs, ...(token ? { token } : {}) };
+  return { sid: randomBytes(18).toString('base64url'), csrf: randomBytes(24).toString('base64url'), exp: now + ttlMs, ...(token ? { token } : {}) };
 }
 
 export function sealSession(sealer: Sealer, s: Session): string {

@@ -3,7 +3,10 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { clusters, machines, tenants } from '../../db/schema/index.ts';
 import { canSeeTenant, requireScope } from '../auth.ts';
-import { conflict, notFound } from '../../lib/http/errors.ts';
+import { ApiError, conflict, notFound } from '../../lib/http/errors.ts';
+import { errorMessage } from '../../lib/errors.ts';
+import { parsePatch, type PatchInput } from '../../lib/talos/patch.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import { newId } from '../../lib/ids.ts';
 import { recordAudit } from '../audit/record.ts';
@@ -49,6 +52,15 @@ export function clusterRoutes() {
       where: (t, { and, eq }) => and(eq(t.tenantId, tenant.id), eq(t.name, body.name)),
     });
     if (taken) throw conflict(`tenant already has a cluster named "${body.name}"`);
+    // Patches parse (and are not absurdly nested) before any RSA key is generated for them.
+    const patches = (settings as { patches?: PatchInput[] }).patches ?? [];
+    patches.forEach((p, i) => {
+      try {
+        parsePatch(p, `patches[${i}]`);
+      } catch (err) {
+        throw new ApiError(400, 'invalid_config', errorMessage(err));
+      }
+    });
     const id = newId('cl');
     const now = clock.now();
     const secrets = await c.var.deps.newClusterSecrets();
@@ -74,7 +86,12 @@ export function clusterRoutes() {
         createdAt: now,
         updatedAt: now,
       })
-      .returning();
+      .returning()
+      .catch((err: unknown) => {
+        // Two creates of one name at once: the unique index picks the winner.
+        if (isUniqueViolation(err)) throw conflict(`tenant already has a cluster named "${body.name}"`);
+        throw err;
+      });
     await recordAudit(c, { action: 'cluster.create', target: id, tenantId: tenant.id });
     return c.json(publicCluster(row!), 201);
   });

@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm';
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { machines } from '../../db/schema/index.ts';
 import { requireScope } from '../auth.ts';
 import { renderKubeconfig, renderTalosconfig } from '../../lib/talos/clientconfig.ts';
@@ -18,7 +18,13 @@ const YAML = { 'content-type': 'application/yaml; charset=utf-8', 'cache-control
 export function machineConfigRoutes() {
   const app = new Hono<AppEnv>();
   // Per route, not app.use: this app is mounted beside the other /clusters routes.
-  const secretsRead = requireScope('secrets:read');
+  const scope = requireScope('secrets:read');
+  // Hono answers HEAD with the GET handler; here that would mint a certificate and write an
+  // audit entry for a request that never sees the answer.
+  const secretsRead: MiddlewareHandler<AppEnv> = async (c, next) => {
+    if (c.req.method === 'HEAD') return c.json({ error: { code: 'method_not_allowed', message: 'use GET' } }, 405, { allow: 'GET' });
+    return scope(c, next);
+  };
 
   const audited = async (c: Context<AppEnv>, cluster: ClusterRow, action: string, target: string) =>
     recordAudit(c, { action, target, tenantId: cluster.tenantId });

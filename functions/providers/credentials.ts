@@ -1,6 +1,7 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import { PROVIDER_CREDENTIAL_KINDS, providerCredentials, type CredentialProvider } from '../../db/schema/index.ts';
 import type { Deps } from '../context.ts';
+import { disallowedEnvName } from './allowed-env.ts';
 
 export { PROVIDER_CREDENTIAL_KINDS, type CredentialProvider };
 
@@ -54,6 +55,9 @@ export async function loadProviderEnv(
   const setBy: Record<string, string> = {};
   for (const row of rows) {
     const values = JSON.parse(deps.sealer.openText(row.envSealed, credentialContext(tenantId, row.provider))) as Record<string, string>;
+    // Credentials stored before the allow-list existed must not reach tofu either.
+    const bad = disallowedEnvName(row.provider, Object.keys(values));
+    if (bad) throw new Error(`stored ${row.provider} credentials set ${bad}, which is not allowed; store them again`);
     for (const [name, value] of Object.entries(values)) {
       if (name in setBy) throw new Error(`providers ${setBy[name]} and ${row.provider} both set ${name}`);
       setBy[name] = row.provider;

@@ -3,12 +3,13 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { providerCredentials } from '../../db/schema/index.ts';
 import { requireScope } from '../auth.ts';
-import { notFound } from '../../lib/http/errors.ts';
+import { ApiError, notFound } from '../../lib/http/errors.ts';
 import { parseWith, readJson } from '../../lib/http/validate.ts';
 import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../context.ts';
 import { loadTenant } from '../inventory/load.ts';
 import { PROVIDER_CREDENTIAL_KINDS, storeProviderEnv } from './credentials.ts';
+import { ALLOWED_PROVIDER_ENV, disallowedEnvName } from './allowed-env.ts';
 
 export const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
 const MAX_VARS = 64;
@@ -32,6 +33,10 @@ export function providerCredentialRoutes() {
     const tenant = await loadTenant(c, c.req.param('tenant'));
     const provider = parseWith(providerParam, c.req.param('provider'));
     const body = await readJson(c, putCredentials);
+    const bad = disallowedEnvName(provider, Object.keys(body.env));
+    if (bad) {
+      throw new ApiError(400, 'invalid_request', `env.${bad}: ${provider} credentials may set only ${ALLOWED_PROVIDER_ENV[provider].join(', ')}`, { field: `env.${bad}` });
+    }
     const { replaced } = await storeProviderEnv(c.var.deps, tenant.id, provider, body.env);
     const names = Object.keys(body.env).sort();
     await recordAudit(c, { action: replaced ? 'credentials.replace' : 'credentials.set', target: `${tenant.id}/${provider}`, tenantId: tenant.id, detail: { provider, names } });

@@ -1,9 +1,18 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { provisionPlans, webhookDeliveries } from '../../db/schema/index.ts';
+import { provisionPlans, tenants, webhookDeliveries } from '../../db/schema/index.ts';
 import { canSeeTenant, requireScope } from '../auth.ts';
-import { SIGNATURE_HEADER, verifySignature } from '../../lib/auth/webhook.ts';
+import {
+  DELIVERY_HEADER,
+  GITHUB_DELIVERY_HEADER,
+  GITHUB_SIGNATURE_HEADER,
+  SIGNATURE_HEADER,
+  SIGNATURE_WINDOW_S,
+  TIMESTAMP_HEADER,
+  verifyDelivery,
+  verifySignature,
+} from '../../lib/auth/webhook.ts';
 import { ApiError, conflict, notFound } from '../../lib/http/errors.ts';
 import { parseWith, readJson } from '../../lib/http/validate.ts';
 import type { AppEnv, Deps } from '../context.ts';
@@ -26,8 +35,6 @@ export const hookBody = z.strictObject({
   mode: z.enum(['plan', 'apply']).default('apply'),
   destroy: z.boolean().optional(),
 });
-
-const DELIVERY_HEADERS = ['x-rezus-delivery', 'x-github-delivery'];
 
 const enqueueProvision = (deps: Deps, cluster: ClusterRow, params: ProvisionParams, createdBy: string) =>
   enqueueClusterRun(deps, cluster, provisionJob, params, createdBy);
@@ -78,54 +85,124 @@ export function approveRoutes() {
   return app;
 }
 
+const hookOptions = z.strictObject({
+  mode: z.enum(['plan', 'apply']).default('apply'),
+  destroy: z.boolean().optional(),
+});
+const githubQuery = z.object({ mode: z.enum(['plan', 'apply']).default('apply') });
+
+type HookRequest = { deliveryKey: string; cluster: string; mode: 'plan' | 'apply'; destroy: boolean };
+
+function parseJsonBody(raw: Uint8Array): unknown {
+  const text = new TextDecoder().decode(raw);
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError(400, 'invalid_request', 'request body is not valid JSON');
+  }
+}
+
 /**
- * `POST /v1/hooks/:tenant/provision`, authenticated by an HMAC of the raw body under the tenant's
- * webhook secret. A delivery id seen before answers with its first run and starts nothing.
+ * Authenticates a delivery. RezusCloud's scheme signs timestamp, delivery id and body, so a copy
+ * is refused once the 5-minute window has passed and cannot be re-sent under a new delivery id.
+ * GitHub's scheme signs only the body, so its delivery key is the signature itself: the same
+ * body is acted on once whatever delivery id accompanies it.
+ */
+function authenticate(c: Context<AppEnv>, secret: string, raw: Uint8Array): { deliveryKey: string; github: boolean } {
+  const gh = c.req.header(GITHUB_SIGNATURE_HEADER);
+  if (gh !== undefined) {
+    const deliveryId = c.req.header(GITHUB_DELIVERY_HEADER);
+    if (!deliveryId || deliveryId.length > MAX_DELIVERY_ID_CHARS || !verifySignature(secret, raw, gh)) {
+      throw new ApiError(401, 'bad_signature', `missing or invalid ${GITHUB_SIGNATURE_HEADER} or ${GITHUB_DELIVERY_HEADER}`);
+    }
+    return { deliveryKey: `github:${gh.trim().slice('sha256='.length).toLowerCase()}`, github: true };
+  }
+  const deliveryId = c.req.header(DELIVERY_HEADER);
+  if (deliveryId !== undefined && (deliveryId.length === 0 || deliveryId.length > MAX_DELIVERY_ID_CHARS)) {
+    throw new ApiError(400, 'invalid_request', `${DELIVERY_HEADER} must be 1–${MAX_DELIVERY_ID_CHARS} characters`);
+  }
+  const check = verifyDelivery(
+    secret,
+    raw,
+    { signature: c.req.header(SIGNATURE_HEADER), timestamp: c.req.header(TIMESTAMP_HEADER), deliveryId },
+    c.var.deps.clock.now(),
+  );
+  if (!check.ok) {
+    throw check.reason === 'stale'
+      ? new ApiError(401, 'stale_signature', `${TIMESTAMP_HEADER} is more than ${SIGNATURE_WINDOW_S} s from the server's clock`)
+      : new ApiError(401, 'bad_signature', `missing or invalid ${SIGNATURE_HEADER}, ${TIMESTAMP_HEADER} or ${DELIVERY_HEADER}`);
+  }
+  return { deliveryKey: deliveryId!, github: false };
+}
+
+async function loadHookSecret(c: Context<AppEnv>, tenantId: string): Promise<string> {
+  const deps = c.var.deps;
+  const tenant = /^tn_[a-z2-7]{16}$/.test(tenantId) ? await deps.db.select({ id: tenants.id }).from(tenants).where(eq(tenants.id, tenantId)).get() : undefined;
+  if (!tenant) throw notFound('tenant');
+  const secret = await loadWebhookSecret(deps, tenantId);
+  if (!secret) throw new ApiError(401, 'bad_signature', 'the tenant has no webhook secret; mint one with POST /v1/tenants/:tenant/webhook-secret');
+  return secret;
+}
+
+async function startHookRun(c: Context<AppEnv>, tenantId: string, req: HookRequest) {
+  const deps = c.var.deps;
+  const cluster = await deps.db.query.clusters.findFirst({
+    where: (t, { and, eq, or }) => and(eq(t.tenantId, tenantId), or(eq(t.id, req.cluster), eq(t.name, req.cluster))),
+  });
+  if (!cluster) throw notFound('cluster');
+  const deliveryId = req.deliveryKey;
+  const recorded = await recordDelivery(deps, { tenantId, deliveryId });
+  if (!recorded.recorded) {
+    const first = recorded.existing.runId ? await deps.jobs.get(recorded.existing.runId) : undefined;
+    return c.json({ duplicate: true, run: first ? publicRun(first) : null }, 200);
+  }
+  try {
+    const run = await enqueueProvision(deps, cluster, { mode: req.mode, destroy: req.destroy }, `webhook:${deliveryId}`);
+    await setDeliveryRun(deps, tenantId, deliveryId, run.id);
+    return accepted(c, run);
+  } catch (err) {
+    // Nothing started: forget the delivery so a redelivery can try again.
+    await deps.db
+      .delete(webhookDeliveries)
+      .where(and(eq(webhookDeliveries.tenantId, tenantId), eq(webhookDeliveries.deliveryId, deliveryId)));
+    throw err;
+  }
+}
+
+/**
+ * Webhooks, authenticated by an HMAC under the tenant's webhook secret (see README, "Webhook"):
+ * `POST /v1/hooks/:tenant/provision` (cluster in the body) and
+ * `POST /v1/hooks/:tenant/clusters/:cluster/provision` (cluster in the URL; also takes GitHub's
+ * own `X-Hub-Signature-256`, mode from `?mode=`). Delivery ids are kept (nothing prunes them), far
+ * longer than the signature window; a delivery seen before answers with its first run.
  */
 export function provisionHookRoutes() {
   const app = new Hono<AppEnv>();
   app.post('/:tenant/provision', async (c: Context<AppEnv>) => {
-    const deps = c.var.deps;
     const tenantId = c.req.param('tenant') ?? '';
     const raw = new Uint8Array(await c.req.arrayBuffer());
-    // Unknown tenant, no secret and bad signature look the same from outside.
-    const secret = /^tn_[a-z2-7]{16}$/.test(tenantId) ? await loadWebhookSecret(deps, tenantId) : null;
-    if (!secret || !verifySignature(secret, raw, c.req.header(SIGNATURE_HEADER))) {
-      throw new ApiError(401, 'bad_signature', `missing or invalid ${SIGNATURE_HEADER}`);
-    }
-    const deliveryId = DELIVERY_HEADERS.map((h) => c.req.header(h)).find((v) => v);
-    if (!deliveryId || deliveryId.length > MAX_DELIVERY_ID_CHARS) {
-      throw new ApiError(400, 'invalid_request', `a delivery id header (X-Rezus-Delivery) of 1–${MAX_DELIVERY_ID_CHARS} characters is required`);
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(new TextDecoder().decode(raw));
-    } catch {
-      throw new ApiError(400, 'invalid_request', 'request body is not valid JSON');
-    }
-    const body = parseWith(hookBody, json);
-    const cluster = await deps.db.query.clusters.findFirst({
-      where: (t, { and, eq, or }) => and(eq(t.tenantId, tenantId), or(eq(t.id, body.cluster), eq(t.name, body.cluster))),
-    });
-    if (!cluster) throw notFound('cluster');
+    const secret = await loadHookSecret(c, tenantId);
+    const auth = authenticate(c, secret, raw);
+    if (auth.github) throw new ApiError(400, 'invalid_request', 'GitHub deliveries name the cluster in the URL: /v1/hooks/:tenant/clusters/:cluster/provision');
+    const body = parseWith(hookBody, parseJsonBody(raw));
+    return startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster: body.cluster, mode: body.mode, destroy: body.destroy ?? false });
+  });
 
-    const recorded = await recordDelivery(deps, { tenantId, deliveryId });
-    if (!recorded.recorded) {
-      const first = recorded.existing.runId ? await deps.jobs.get(recorded.existing.runId) : undefined;
-      return c.json({ duplicate: true, run: first ? publicRun(first) : null }, 200);
+  app.post('/:tenant/clusters/:cluster/provision', async (c: Context<AppEnv>) => {
+    const tenantId = c.req.param('tenant') ?? '';
+    const cluster = parseWith(z.union([idParam, dnsLabel]), c.req.param('cluster'));
+    const raw = new Uint8Array(await c.req.arrayBuffer());
+    const secret = await loadHookSecret(c, tenantId);
+    const auth = authenticate(c, secret, raw);
+    if (auth.github) {
+      // GitHub's first call after the hook is added; nothing to run.
+      if (c.req.header('x-github-event') === 'ping') return c.json({ ok: true, event: 'ping' }, 200);
+      const q = parseWith(githubQuery, c.req.query());
+      return startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster, mode: q.mode, destroy: false });
     }
-    try {
-      const run = await enqueueProvision(deps, cluster, { mode: body.mode, destroy: body.destroy ?? false }, `webhook:${deliveryId}`);
-      await setDeliveryRun(deps, tenantId, deliveryId, run.id);
-      return accepted(c, run);
-    } catch (err) {
-      // Nothing started: forget the delivery so a redelivery can try again.
-      await deps.db
-        .delete(webhookDeliveries)
-        .where(and(eq(webhookDeliveries.tenantId, tenantId), eq(webhookDeliveries.deliveryId, deliveryId)));
-      throw err;
-    }
+    const body = parseWith(hookOptions, parseJsonBody(raw) ?? {});
+    return startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster, mode: body.mode, destroy: body.destroy ?? false });
   });
   return app;
 }
-

@@ -26,3 +26,41 @@ export function verifySignature(secret: string | Uint8Array, rawBody: Uint8Array
 export function generateWebhookSecret(): string {
   return 'whsec_' + randomBytes(32).toString('base64url');
 }
+
+export const TIMESTAMP_HEADER = 'X-Rezus-Timestamp';
+export const DELIVERY_HEADER = 'X-Rezus-Delivery';
+/** GitHub's own headers: `sha256=<hex HMAC-SHA256(secret, body)>` and a delivery GUID. */
+export const GITHUB_SIGNATURE_HEADER = 'X-Hub-Signature-256';
+export const GITHUB_DELIVERY_HEADER = 'X-GitHub-Delivery';
+/** A signed request older or newer than this is refused, so a captured one cannot be replayed later. */
+export const SIGNATURE_WINDOW_S = 300;
+const DELIVERY_SIGNATURE = /^v1=([0-9a-fA-F]{64})$/;
+
+function deliveryMac(secret: string | Uint8Array, timestamp: string, deliveryId: string, rawBody: Uint8Array): Buffer {
+  return createHmac('sha256', secret).update(`${timestamp}.${deliveryId}.`, 'utf8').update(rawBody).digest();
+}
+
+/** `X-Rezus-Signature: v1=<hex HMAC-SHA256(secret, "<timestamp>.<delivery id>." + raw body)>`. */
+export function signDelivery(secret: string | Uint8Array, timestamp: string, deliveryId: string, rawBody: Uint8Array): string {
+  return `v1=${deliveryMac(secret, timestamp, deliveryId, rawBody).toString('hex')}`;
+}
+
+export type DeliveryCheck = { ok: true } | { ok: false; reason: 'bad_signature' | 'stale' };
+
+/**
+ * Verifies a RezusCloud-scheme delivery: the timestamp (unix seconds) must be within
+ * SIGNATURE_WINDOW_S of `nowMs`, and the signature must cover timestamp, delivery id and body.
+ */
+export function verifyDelivery(
+  secret: string | Uint8Array,
+  rawBody: Uint8Array,
+  h: { signature?: string | null; timestamp?: string | null; deliveryId?: string | null },
+  nowMs: number,
+): DeliveryCheck {
+  const m = typeof h.signature === 'string' ? DELIVERY_SIGNATURE.exec(h.signature.trim()) : null;
+  if (!m || !h.timestamp || !/^\d{1,12}$/.test(h.timestamp) || !h.deliveryId) return { ok: false, reason: 'bad_signature' };
+  if (typeof secret === 'string' ? secret.length === 0 : secret.byteLength === 0) return { ok: false, reason: 'bad_signature' };
+  if (!timingSafeEqual(Buffer.from(m[1]!, 'hex'), deliveryMac(secret, h.timestamp, h.deliveryId, rawBody))) return { ok: false, reason: 'bad_signature' };
+  if (Math.abs(nowMs / 1000 - Number(h.timestamp)) > SIGNATURE_WINDOW_S) return { ok: false, reason: 'stale' };
+  return { ok: true };
+}

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { ApiError, badRequest } from './errors.ts';
+import { MAX_NESTING, textNesting } from '../nesting.ts';
 
 /** Names the first problem with its field path, e.g. `endpoint: must be https://host:port`. */
 export function describeZodError(error: z.ZodError): string {
@@ -30,6 +31,7 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
     throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
   }
   const text = await c.req.text();
+  if (textNesting(text) > MAX_NESTING) throw badRequest(`request body nests deeper than ${MAX_NESTING} levels`);
   let value: unknown;
   try {
     value = text.length === 0 ? undefined : JSON.parse(text);

@@ -1,5 +1,6 @@
 // Machine-config patches as RFC 7386 JSON merge patches, given as YAML/JSON text or as objects.
 import { parseAllDocuments } from 'yaml';
+import { MAX_NESTING, nestsDeeperThan, textNesting } from '../nesting.ts';
 import { isV1Alpha1 } from './schema.ts';
 
 export type ConfigDocument = Record<string, unknown>;
@@ -24,6 +25,7 @@ function isPlainObject(value: unknown): value is ConfigDocument {
 export function parsePatch(input: PatchInput, source = 'patch'): ConfigDocument[] {
   let docs: unknown[];
   if (typeof input === 'string') {
+    if (textNesting(input) > MAX_NESTING) throw new PatchError(source, `nests deeper than ${MAX_NESTING} levels`);
     docs = [];
     for (const [index, doc] of parseAllDocuments(input).entries()) {
       const first = doc.errors[0];
@@ -38,6 +40,7 @@ export function parsePatch(input: PatchInput, source = 'patch'): ConfigDocument[
     docs = Array.isArray(input) ? input : [input];
   }
   if (docs.length === 0) throw new PatchError(source, 'is empty');
+  if (nestsDeeperThan(docs, MAX_NESTING + 1)) throw new PatchError(source, `nests deeper than ${MAX_NESTING} levels`);
   return docs.map((doc, index) => {
     if (Array.isArray(doc)) throw new PatchError(source, 'JSON Patch (RFC 6902) lists are not supported; write a merge patch');
     if (!isPlainObject(doc)) throw new PatchError(source, `document ${index + 1} must be a mapping`);

@@ -155,12 +155,21 @@ export async function removeStaleRunFiles(dataDir: string, ended: (runId: string
 }
 
 /** Every machine's user_data is a Talos machine config: a secret. */
+/**
+ * Every machine config in the variables: a module's `machines`, and the root module's
+ * `machines_<provider>` maps (one per provider of a cluster).
+ */
 function userDataOf(vars: Record<string, unknown>): string[] {
-  const machines = vars.machines;
-  if (!machines || typeof machines !== 'object') return [];
-  return Object.values(machines as Record<string, unknown>)
-    .map((m) => (m && typeof m === 'object' ? (m as Record<string, unknown>).user_data : undefined))
-    .filter((u): u is string => typeof u === 'string');
+  const out: string[] = [];
+  for (const [name, machines] of Object.entries(vars)) {
+    if (name !== 'machines' && !name.startsWith('machines_')) continue;
+    if (!machines || typeof machines !== 'object') continue;
+    for (const m of Object.values(machines as Record<string, unknown>)) {
+      const u = m && typeof m === 'object' ? (m as Record<string, unknown>).user_data : undefined;
+      if (typeof u === 'string') out.push(u);
+    }
+  }
+  return out;
 }
 
 function summaryOf(m: ChangeSummaryMessage): PlanSummary {
