@@ -1,12 +1,14 @@
 import type { FC, PropsWithChildren } from 'hono/jsx';
 import { formatTime, href, type View } from './view.ts';
 
-export type Section = 'clusters' | 'runs' | 'tenants' | 'api' | 'login';
+export type Section = 'clusters' | 'runs' | 'tenants' | 'audit' | 'backups' | 'api' | 'login' | 'none';
 
 const NAV: Array<[Section, string, string]> = [
   ['clusters', 'Clusters', '/'],
   ['runs', 'Runs', '/runs'],
   ['tenants', 'Tenants', '/tenants'],
+  ['audit', 'Audit', '/audit'],
+  ['backups', 'Backups', '/backups'],
   ['api', 'API', '/api'],
 ];
 
@@ -35,7 +37,7 @@ export const Layout: FC<PropsWithChildren<{ v: View; title: string; section: Sec
         {v.principal && (
           <nav aria-label="Main">
             <ul>
-              {NAV.map(([key, label, path]) => (
+              {NAV.filter(([key]) => v.principal?.admin || key !== 'backups').map(([key, label, path]) => (
                 <li>
                   <a href={href(v, path)} aria-current={key === section ? 'page' : undefined}>
                     {label}

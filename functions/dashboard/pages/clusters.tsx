@@ -5,9 +5,9 @@ import { Badge, Csrf, Field, Layout, Select } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 
 export const HealthBadge: FC<{ health: ClusterHealth | undefined }> = ({ health }) => (
-  <span title={health?.summary}>
+  <span class="health">
     <Badge state={health?.status ?? 'unknown'} />
-    {health?.summary && <span class="hint"> {health.summary}</span>}
+    {health?.summary && <span class="hint reason"> {health.summary}</span>}
   </span>
 );
 
@@ -22,12 +22,11 @@ export const ClustersPage: FC<{
   const tenantName = new Map(tenants.map((t) => [t.id, t.name]));
   return (
     <Layout v={v} title="Clusters" section="clusters" error={error}>
-      <section aria-labelledby="clusters-h">
-        <h2 id="clusters-h">Clusters</h2>
+      <section aria-label="All clusters">
         {clusters.length === 0 ? (
           <p class="notice">No clusters yet.</p>
         ) : (
-          <div class="table-wrap">
+          <div class="table-wrap cards">
             <table>
               <thead>
                 <tr>
@@ -42,16 +41,16 @@ export const ClustersPage: FC<{
               <tbody>
                 {clusters.map((cl) => (
                   <tr>
-                    <td>
+                    <td data-label="Name">
                       <a href={href(v, `/clusters/${encodeURIComponent(cl.id)}`)}>{String(cl.name)}</a>
                     </td>
-                    <td>{String(tenantName.get(cl.tenant) ?? cl.tenant)}</td>
-                    <td>
+                    <td data-label="Tenant">{String(tenantName.get(cl.tenant) ?? cl.tenant)}</td>
+                    <td data-label="Health">
                       <HealthBadge health={health[cl.id]} />
                     </td>
-                    <td>{String(cl.talosVersion)}</td>
-                    <td>{String(cl.kubernetesVersion)}</td>
-                    <td class="mono">{String(cl.endpoint)}</td>
+                    <td data-label="Talos">{String(cl.talosVersion)}</td>
+                    <td data-label="Kubernetes">{String(cl.kubernetesVersion)}</td>
+                    <td data-label="Endpoint" class="mono">{String(cl.endpoint)}</td>
                   </tr>
                 ))}
               </tbody>
