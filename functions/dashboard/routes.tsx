@@ -39,8 +39,8 @@ type Ctx = Context<DashEnv>;
 const FORM_LIMIT = 64 * 1024;
 
 // The dashboard shares the root with the API (/v1, /healthz), so its middleware is bound to its
-// own paths only. ('/clusters/*' also matches '/clusters'.)
-const PAGE_PATHS = ['/', '/tenants', '/tenants/*', '/clusters/*', '/runs/*', '/backups', '/api', '/audit'];
+// own paths only. ('/clusters/*' also matches '/clusters', so each path is listed once.)
+const PAGE_PATHS = ['/', '/tenants/*', '/clusters/*', '/runs/*', '/backups', '/api', '/audit'];
 const ALL_PATHS = [...PAGE_PATHS, '/login', '/logout'];
 
 const SECURITY_HEADERS: Record<string, string> = {

@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import { formatValue } from '../chart.ts';
 import type { ClusterHealthReport, MachineHealth } from '../health-view.ts';
-import { ActionButton, Badge, Csrf, Field, Layout, Select, Time } from '../layout.tsx';
+import { ActionButton, Badge, Csrf, errorFor, Field, Layout, Select, Time } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 import { HealthBadge } from './clusters.tsx';
 import { RunsTable } from './runs-table.tsx';
@@ -64,6 +64,11 @@ function usage(mh: MachineHealth | undefined): string {
 export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, error, failedForm, values = {}, now }) => {
   const cid = encodeURIComponent(cluster.id);
   const keep = (form: string) => (failedForm === form ? values : {});
+  const problem = (form: string, fields: string[]) => (failedForm === form ? errorFor(error, fields) : undefined);
+  const machineErr = problem('machine', ['name', 'role', 'provider', 'address', 'installDisk']);
+  const upgradeErr = problem('upgrade', ['talosVersion', 'batchSize']);
+  const editErr = problem('edit', ['kubernetesVersion', 'endpoint']);
+  const at = (p: ReturnType<typeof errorFor>, field: string) => (p?.field === field ? p.message : undefined);
   return (
     <Layout v={v} title={`Cluster ${cluster.name}`} section="clusters" error={failedForm && INLINE_FORMS.has(failedForm) ? undefined : error}>
       <section aria-labelledby="facts-h">
@@ -121,10 +126,10 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
           <h3>Upgrade Talos</h3>
           <p class="hint">The cluster runs {String(cluster.talosVersion)}.</p>
           <Csrf v={v} />
-          <FieldError show={failedForm === 'upgrade'} error={error} />
+          <FieldError show={!upgradeErr?.field} error={upgradeErr?.message} />
           <div class="fields">
-            <Field id="up-version" name="talosVersion" label="Talos version" placeholder={String(cluster.talosVersion)} value={keep('upgrade').talosVersion} required />
-            <Field id="up-batch" name="batchSize" label="Batch size" hint="optional" type="number" value={keep('upgrade').batchSize} />
+            <Field id="up-version" name="talosVersion" label="Talos version" placeholder={String(cluster.talosVersion)} value={keep('upgrade').talosVersion} error={at(upgradeErr, 'talosVersion')} required />
+            <Field id="up-batch" name="batchSize" label="Batch size" hint="optional" type="number" value={keep('upgrade').batchSize} error={at(upgradeErr, 'batchSize')} />
           </div>
           <button type="submit">Upgrade</button>
         </form>
@@ -203,13 +208,13 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
         <form method="post" action={href(v, `/clusters/${cid}/machines`)} class="card">
           <h3>Add a machine</h3>
           <Csrf v={v} />
-          <FieldError show={failedForm === 'machine'} error={error} />
+          <FieldError show={!machineErr?.field} error={machineErr?.message} />
           <div class="fields">
-            <Field id="m-name" name="name" label="Name" hint="a DNS label" value={keep('machine').name} required />
+            <Field id="m-name" name="name" label="Name" hint="a DNS label" value={keep('machine').name} error={at(machineErr, 'name')} required />
             <Select id="m-role" name="role" label="Role" options={ROLES} value={keep('machine').role} required />
             <Select id="m-provider" name="provider" label="Provider" options={PROVIDERS} value={keep('machine').provider} required />
-            <Field id="m-address" name="address" label="Address" hint="optional, IP or host[:port]" value={keep('machine').address} />
-            <Field id="m-disk" name="installDisk" label="Install disk" hint="optional" placeholder="/dev/sda" value={keep('machine').installDisk} />
+            <Field id="m-address" name="address" label="Address" hint="optional, IP or host[:port]" value={keep('machine').address} error={at(machineErr, 'address')} />
+            <Field id="m-disk" name="installDisk" label="Install disk" hint="optional" placeholder="/dev/sda" value={keep('machine').installDisk} error={at(machineErr, 'installDisk')} />
           </div>
           <button type="submit">Add machine</button>
         </form>
@@ -220,10 +225,10 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
         <form method="post" action={href(v, `/clusters/${cid}/edit`)} class="card" novalidate>
           <h3>Edit cluster</h3>
           <Csrf v={v} />
-          <FieldError show={failedForm === 'edit'} error={error} />
+          <FieldError show={!editErr?.field} error={editErr?.message} />
           <div class="fields">
-            <Field id="ce-k8s" name="kubernetesVersion" label="Kubernetes version" value={failedForm === 'edit' ? values.kubernetesVersion : String(cluster.kubernetesVersion)} />
-            <Field id="ce-endpoint" name="endpoint" label="API endpoint" value={failedForm === 'edit' ? values.endpoint : String(cluster.endpoint)} />
+            <Field id="ce-k8s" name="kubernetesVersion" label="Kubernetes version" value={failedForm === 'edit' ? values.kubernetesVersion : String(cluster.kubernetesVersion)} error={at(editErr, 'kubernetesVersion')} />
+            <Field id="ce-endpoint" name="endpoint" label="API endpoint" value={failedForm === 'edit' ? values.endpoint : String(cluster.endpoint)} error={at(editErr, 'endpoint')} />
           </div>
           <button type="submit">Save changes</button>
         </form>

@@ -1,7 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import type { ClusterHealth } from '../health-view.ts';
-import { Badge, Csrf, Field, Layout, Select } from '../layout.tsx';
+import { Badge, Csrf, errorFor, Field, Layout, Select } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 
 export const HealthBadge: FC<{ health: ClusterHealth | undefined }> = ({ health }) => (
@@ -20,8 +20,11 @@ export const ClustersPage: FC<{
   values?: FormValues;
 }> = ({ v, clusters, tenants, health, error, values = {} }) => {
   const tenantName = new Map(tenants.map((t) => [t.id, t.name]));
+  // A complaint about a field of the form stands next to that field.
+  const problem = values.name !== undefined ? errorFor(error, ['tenant', 'name', 'talosVersion', 'kubernetesVersion', 'endpoint']) : undefined;
+  const at = (f: string) => (problem?.field === f ? problem.message : undefined);
   return (
-    <Layout v={v} title="Clusters" section="clusters" error={error}>
+    <Layout v={v} title="Clusters" section="clusters" error={problem?.field ? undefined : error}>
       <section aria-label="All clusters">
         {clusters.length === 0 ? (
           <p class="notice">No clusters yet.</p>
@@ -76,10 +79,10 @@ export const ClustersPage: FC<{
                 required
                 options={tenants.map((t) => [String(t.id), String(t.name)])}
               />
-              <Field id="cl-name" name="name" label="Name" hint="a DNS label" value={values.name} required />
-              <Field id="cl-talos" name="talosVersion" label="Talos version" placeholder="v1.13.9" value={values.talosVersion} required />
-              <Field id="cl-k8s" name="kubernetesVersion" label="Kubernetes version" placeholder="1.36.3" value={values.kubernetesVersion} required />
-              <Field id="cl-endpoint" name="endpoint" label="API endpoint" placeholder="https://[2001:db8::1]:6443" value={values.endpoint} required />
+              <Field id="cl-name" name="name" label="Name" hint="a DNS label" value={values.name} error={at('name')} required />
+              <Field id="cl-talos" name="talosVersion" label="Talos version" placeholder="v1.13.9" value={values.talosVersion} error={at('talosVersion')} required />
+              <Field id="cl-k8s" name="kubernetesVersion" label="Kubernetes version" placeholder="1.36.3" value={values.kubernetesVersion} error={at('kubernetesVersion')} required />
+              <Field id="cl-endpoint" name="endpoint" label="API endpoint" placeholder="https://[2001:db8::1]:6443" value={values.endpoint} error={at('endpoint')} required />
             </div>
             <button type="submit">Create cluster</button>
           </form>
