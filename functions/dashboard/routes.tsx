@@ -253,7 +253,8 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
       const val = c.req.query(k);
       if (val && /^[a-z-]{1,32}$/.test(val)) filter[k] = val;
     }
-    const isCron = (r: Json) => r.kind === 'collect' && !r.createdBy;
+    // Collect passes run every few minutes and would push everything else out of the list.
+    const isCron = (r: Json) => r.kind === 'collect';
     const matching = all.filter((r) => (!filter.kind || r.kind === filter.kind) && (!filter.state || r.state === filter.state));
     const showCollect = filter.collect === 'show' || filter.kind === 'collect';
     const runs = showCollect ? matching : matching.filter((r) => !isCron(r));

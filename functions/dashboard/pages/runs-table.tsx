@@ -38,7 +38,7 @@ export const RunFilters: FC<{ v: View; filter: RunFilter; kinds: string[] }> = (
     </div>
     <div class="field check">
       <input id="f-collect" type="checkbox" name="collect" value="show" checked={filter.collect === 'show'} />
-      <label for="f-collect">Show scheduled collect runs</label>
+      <label for="f-collect">Show collect runs</label>
     </div>
     <button type="submit" class="secondary">
       Filter

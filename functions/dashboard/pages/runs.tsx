@@ -24,7 +24,7 @@ export const RunsPage: FC<{ v: View; runs: Json[]; names: Record<string, string>
     <RunFilters v={v} filter={filter} kinds={kinds} />
     {hidden > 0 && (
       <p class="hint" id="hidden-collect">
-        {hidden} scheduled collect run{hidden === 1 ? '' : 's'} hidden. <a href={href(v, `/runs?${new URLSearchParams({ ...filter, collect: 'show' }).toString()}`)}>Show them</a>
+        {hidden} collect run{hidden === 1 ? '' : 's'} hidden. <a href={href(v, `/runs?${new URLSearchParams({ ...filter, collect: 'show' }).toString()}`)}>Show them</a>
       </p>
     )}
     <RunsTable v={v} runs={runs} names={names} now={now} />
