@@ -56,6 +56,22 @@ async function api(method: string, path: string, body?: unknown) {
 let tenantId: string;
 let clusterId: string;
 
+/** A cluster of two local (terraform_data) machines, so each plan has something to add. */
+async function localCluster(name: string): Promise<string> {
+  const c = await api('POST', '/v1/clusters', {
+    tenant: tenantId,
+    name,
+    endpoint: 'https://[2001:db8::1]:6443',
+    providerSettings: { local: { apply_delay_seconds: 0 } },
+  });
+  expect(c.status, JSON.stringify(c.body)).toBe(201);
+  for (const [i, m] of ['cp1', 'w1'].entries()) {
+    const res = await api('POST', `/v1/clusters/${c.body.id}/machines`, { name: m, role: i === 0 ? 'controlplane' : 'worker', provider: 'local' });
+    expect(res.status).toBe(201);
+  }
+  return c.body.id;
+}
+
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`browser tests need Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium"`);
   await mkdir(SHOTS, { recursive: true });
@@ -76,18 +92,7 @@ beforeAll(async () => {
   });
   const t = await api('POST', '/v1/tenants', { name: 'home' });
   tenantId = t.body.id;
-  const c = await api('POST', '/v1/clusters', {
-    tenant: tenantId,
-    name: 'lab',
-    endpoint: 'https://[2001:db8::1]:6443',
-    providerSettings: { local: { apply_delay_seconds: 0 } },
-  });
-  expect(c.status, JSON.stringify(c.body)).toBe(201);
-  clusterId = c.body.id;
-  for (const [i, name] of ['cp1', 'w1'].entries()) {
-    const m = await api('POST', `/v1/clusters/${clusterId}/machines`, { name, role: i === 0 ? 'controlplane' : 'worker', provider: 'local' });
-    expect(m.status).toBe(201);
-  }
+  clusterId = await localCluster('lab');
 }, 60_000);
 
 afterAll(async () => {
@@ -116,9 +121,11 @@ const overflow = (page: Page) => page.evaluate(() => document.documentElement.sc
 
 describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
   it('a plan finishes while the page is open and Approve appears without a reload; the diff lists the resources', async () => {
+    const name = size === 'desktop' ? 'lab' : 'lab-phone';
+    const target = size === 'desktop' ? clusterId : await localCluster(name);
     const { context, page } = await signedIn(size);
     try {
-      await page.goto(`${host.url}/clusters/${clusterId}`);
+      await page.goto(`${host.url}/clusters/${target}`);
       await page.getByRole('button', { name: 'Plan', exact: true }).click();
       await page.waitForURL(new RegExp(`^${host.url}/runs/run_`));
       const runUrl = page.url();
@@ -145,7 +152,7 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
       await page.locator('#approve-run button').click();
       await page.waitForURL((u) => u.href !== runUrl && /\/runs\/run_/.test(u.href));
       await expect.poll(() => page.locator('#run-state').textContent(), { timeout: 60_000 }).toBe('succeeded');
-      expect(await page.locator('h1').textContent()).toBe('provision (apply) · lab');
+      expect(await page.locator('h1').textContent()).toBe(`provision (apply) · ${name}`);
       await shot(page, `${size}-apply`);
     } finally {
       await context.close();
@@ -243,12 +250,11 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
       const secret = await page.locator('#new-secret').inputValue();
       expect(secret.length).toBeGreaterThan(20);
       expect((await fetch(`${host.url}/v1/clusters`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(200);
-      const tenantUrl = page.url();
-      await page.goto(tenantUrl);
+      await page.goto(`${host.url}/tenants/${t.body.id}`);
       expect(await page.locator('#new-secret').count()).toBe(0);
       await page.getByRole('button', { name: 'Revoke ci' }).click();
       await expect.poll(async () => (await fetch(`${host.url}/v1/clusters`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401);
-      await page.getByLabel('Provider').selectOption('hetzner');
+      await page.getByLabel('Provider', { exact: true }).selectOption('hetzner');
       await page.getByLabel(/^Variables/).fill('HCLOUD_TOKEN=very-secret-value');
       await page.getByRole('button', { name: 'Save credentials' }).click();
       await expect.poll(() => page.locator('#providers').textContent()).toContain('HCLOUD_TOKEN');

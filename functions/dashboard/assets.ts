@@ -43,7 +43,7 @@ td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, mon
 .badge.healthy, .badge.succeeded { background: var(--ok-bg); color: var(--ok); border-color: var(--ok); }
 .badge.degraded, .badge.running, .badge.queued { background: var(--warn-bg); color: var(--warn); border-color: var(--warn); }
 .badge.unreachable, .badge.failed, .badge.interrupted { background: var(--danger-bg); color: var(--danger); border-color: var(--danger); }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
+dl.facts { display: grid; grid-template-columns: minmax(max-content, 7rem) 1fr; gap: .35rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; word-break: break-word; }
 form.card { border: 1px solid var(--line); border-radius: 6px; padding: 1rem; background: var(--panel); margin: 0 0 1rem; }
@@ -96,6 +96,7 @@ table.runs td a { overflow-wrap: anywhere; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 26rem), 1fr)); gap: 1rem; }
 figure.chart-box { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; background: var(--panel); min-width: 0; }
 figure.chart-box figcaption { font-weight: 600; margin-bottom: .25rem; }
+figure.chart-box .now { color: var(--accent); font-variant-numeric: tabular-nums; }
 svg.chart { width: 100%; height: auto; display: block; font-family: system-ui, sans-serif; }
 svg.chart .grid { stroke: var(--line); stroke-width: 1; }
 svg.chart .axis { stroke: var(--muted); stroke-width: 1; }

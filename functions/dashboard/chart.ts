@@ -41,7 +41,8 @@ export function niceTicks(min: number, max: number, unit: Unit, count = 4): numb
   const base = unit === 'bytes' ? 1024 ** Math.max(0, Math.floor(Math.log(Math.max(max, 1)) / Math.log(1024))) : 1;
   const raw = (max - min) / base / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = ([1, 2, 5, 10].find((f) => f * mag >= raw) ?? 10) * mag * base;
+  // A byte is the smallest step a byte axis can take.
+  const step = Math.max(unit === 'bytes' ? 1 : 0, ([1, 2, 5, 10].find((f) => f * mag >= raw) ?? 10) * mag * base);
   const ticks: number[] = [];
   for (let t = Math.floor(min / step) * step; t <= max + step * 1e-9 && ticks.length < 12; t += step) ticks.push(r2(t / base) * base);
   if (ticks.at(-1)! < max) ticks.push(ticks.at(-1)! + step);
@@ -75,7 +76,8 @@ export function renderChart(s: ChartSeries): string {
   const x = (t: number) => r2(M.left + ((t - s.from) / span) * iw);
   const y = (v: number) => r2(M.top + (1 - (v - yMin) / (yMax - yMin)) * ih);
   let out = open;
-  for (const t of ticks) {
+  // Without data a scale would be invented; only the zero line is drawn.
+  for (const t of values.length ? ticks : [yMin]) {
     out += `<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${y(t)}" y2="${y(t)}"/>`;
     out += `<text class="tick" x="${M.left - 6}" y="${y(t) + 4}" text-anchor="end">${esc(formatValue(t, s.unit))}</text>`;
   }

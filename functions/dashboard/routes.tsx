@@ -459,7 +459,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
       variables[line.slice(0, i).trim()] = line.slice(i + 1);
     }
     const provider = encodeURIComponent((f.provider ?? '').trim());
-    const res = await api(c).send('PUT', `/v1/tenants/${tid}/providers/${provider}`, { variables });
+    const res = await api(c).send('PUT', `/v1/tenants/${tid}/providers/${provider}`, { env: variables });
     if (!res.ok) return tenantPage(c, res.status as ContentfulStatusCode, { error: res.error, failed: 'provider' });
     return go(c, `/tenants/${tid}`);
   });

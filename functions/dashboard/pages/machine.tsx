@@ -1,8 +1,8 @@
 import type { FC } from 'hono/jsx';
 import { raw } from 'hono/html';
 import type { Json } from '../api.ts';
-import { renderChart, type Unit } from '../chart.ts';
-import { ActionButton, Badge, Csrf, Field, Layout } from '../layout.tsx';
+import { formatValue, renderChart, type Unit } from '../chart.ts';
+import { Badge, Csrf, Field, Layout } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 
 export interface ChartWindow {
@@ -76,7 +76,12 @@ export const MachinePage: FC<{
           {CHARTS.filter((ch) => !ch.controlPlaneOnly || machine.role === 'controlplane').map((ch) => (
             <figure class="chart-box" id={`chart-${ch.metric.replaceAll('.', '-')}`}>
               <figcaption>
-                {ch.title} <span class="hint">· last {window.label}{window.resolution === 'hour' ? ', hourly averages' : ''}</span>
+                {ch.title}
+                {series[ch.metric]?.length ? <span class="now"> {formatValue(series[ch.metric]!.at(-1)![1], ch.unit)}</span> : null}{' '}
+                <span class="hint">
+                  · last {window.label}
+                  {window.resolution === 'hour' ? ', hourly averages' : ''}
+                </span>
               </figcaption>
               {raw(renderChart({ points: series[ch.metric] ?? [], unit: ch.unit, title: ch.title, from, to }))}
             </figure>
@@ -118,9 +123,6 @@ export const MachinePage: FC<{
           {error}
         </p>
       )}
-      <div class="actions">
-        <ActionButton v={v} action={`/clusters/${encodeURIComponent(cluster.id)}/machines/${encodeURIComponent(machine.id)}/push-config`} label="Push config" kind="secondary" />
-      </div>
     </Layout>
   );
 };
