@@ -82,6 +82,9 @@ textarea { font: inherit; font-family: ui-monospace, SFMono-Regular, Menlo, Cons
 .health .reason { display: inline-block; max-width: 32rem; overflow-wrap: anywhere; }
 ul.reasons, ul.plain { margin: .25rem 0; padding-left: 1.25rem; overflow-wrap: anywhere; }
 ul.plain li { margin: .25rem 0; }
+ul.plain form.inline { margin-left: .5rem; }
+form.card > .field + .field { margin-top: .75rem; }
+form.card > .field:last-of-type { margin-bottom: .75rem; }
 .filters { display: flex; flex-wrap: wrap; gap: .75rem 1rem; align-items: flex-end; margin: 0 0 1rem; }
 .filters .field { min-width: 10rem; }
 .filters .field.check { min-height: 2.75rem; }
@@ -123,6 +126,7 @@ tr.row-error td { background: var(--danger-bg); }
   .cards tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 .75rem; padding: .25rem .5rem; background: var(--bg); }
   .cards td { display: grid; grid-template-columns: 7.5rem 1fr; gap: .5rem; border-bottom: 1px dashed var(--line); padding: .35rem 0; overflow-wrap: anywhere; min-width: 0; }
   .cards td:last-child { border-bottom: 0; }
+  .cards td > .badge, .cards td > .health { justify-self: start; }
   .cards td::before { content: attr(data-label); color: var(--muted); font-size: .85rem; }
   .cards td:not([data-label]) { display: block; }
   .cards td.mono { word-break: normal; overflow-wrap: anywhere; }
