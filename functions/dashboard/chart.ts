@@ -43,9 +43,14 @@ export function niceTicks(min: number, max: number, unit: Unit, count = 4): numb
   const mag = 10 ** Math.floor(Math.log10(raw));
   // A byte is the smallest step a byte axis can take.
   const step = Math.max(unit === 'bytes' ? 1 : 0, ([1, 2, 5, 10].find((f) => f * mag >= raw) ?? 10) * mag * base);
+  // Each tick from its index, so float error cannot pile up (0.6, not 0.6000000000000001).
+  const first = Math.floor(min / step);
   const ticks: number[] = [];
-  for (let t = Math.floor(min / step) * step; t <= max + step * 1e-9 && ticks.length < 12; t += step) ticks.push(r2(t / base) * base);
-  if (ticks.at(-1)! < max) ticks.push(ticks.at(-1)! + step);
+  for (let i = first; ticks.length < 12; i++) {
+    const t = Number((i * step).toPrecision(12));
+    ticks.push(t);
+    if (t >= max) break;
+  }
   return ticks;
 }
 
