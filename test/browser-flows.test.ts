@@ -279,8 +279,19 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
       await page.getByRole('button', { name: 'Start backup' }).click();
       await expect.poll(() => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('succeeded');
       await page.getByRole('link', { name: 'Backups' }).click();
-      expect(await page.locator('#backups td[data-label="File"]').first().textContent()).toMatch(/^rezus-.+\.db$/);
-      expect(await page.locator('#backups td[data-label="Size"]').first().textContent()).toMatch(/^\d+ KiB$/);
+      const fileName = (await page.locator('#backups td[data-label="File"]').first().textContent())!;
+      expect(fileName).toMatch(/^rezus-.+\.db$/);
+      expect(await page.locator('#backups td[data-label="Size"]').first().textContent()).toMatch(/^\d+(\.\d)? (KiB|MiB)$/);
+      // The download is the database file itself (SQLite's magic header), through the session.
+      const download = await context.request.get(`${host.url}/backups/${fileName}`);
+      expect(download.status()).toBe(200);
+      expect(download.headers()['content-disposition']).toBe(`attachment; filename="${fileName}"`);
+      expect((await download.body()).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
+      // The API: admin-only, names only from the backups directory.
+      const listed = await api('GET', '/v1/backups');
+      expect(listed.body.backups.map((b: { name: string }) => b.name)).toContain(fileName);
+      expect((await api('GET', '/v1/backups/..%2Fmaster.key')).status).toBe(404);
+      expect((await api('GET', '/v1/backups/rezus-nope.db')).status).toBe(404);
       await shot(page, `${size}-backups`);
     } finally {
       await context.close();

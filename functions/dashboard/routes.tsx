@@ -40,7 +40,7 @@ const FORM_LIMIT = 64 * 1024;
 
 // The dashboard shares the root with the API (/v1, /healthz), so its middleware is bound to its
 // own paths only. ('/clusters/*' also matches '/clusters', so each path is listed once.)
-const PAGE_PATHS = ['/', '/tenants/*', '/clusters/*', '/runs/*', '/backups', '/api', '/audit'];
+const PAGE_PATHS = ['/', '/tenants/*', '/clusters/*', '/runs/*', '/backups/*', '/api', '/audit'];
 const ALL_PATHS = [...PAGE_PATHS, '/login', '/logout'];
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -485,9 +485,24 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     return render(c, 200, <AuditPage v={c.var.view} entries={entries.slice(0, 200)} tenants={tn.ok ? tn.body.tenants : []} filter={filter} error={au.error} />);
   });
   app.get('/backups', async (c) => {
-    const rs = await api(c).get('/v1/runs?limit=500');
+    const client = api(c);
+    const [files, rs] = await Promise.all([client.get('/v1/backups'), client.get('/v1/runs?limit=500')]);
     const runs: Json[] = rs.ok ? rs.body.runs.filter((r: Json) => r.kind === 'backup') : [];
-    return render(c, 200, <BackupsPage v={c.var.view} runs={runs} now={c.var.deps.clock.now()} error={rs.error} />);
+    return render(
+      c,
+      200,
+      <BackupsPage v={c.var.view} files={files.ok ? files.body.backups : []} runs={runs} now={c.var.deps.clock.now()} error={files.status === 409 ? undefined : (files.error ?? rs.error)} />,
+    );
+  });
+  app.get('/backups/:name', async (c) => {
+    const res = await api(c).raw(`/v1/backups/${encodeURIComponent(c.req.param('name'))}`, { headers: { accept: 'application/octet-stream' } });
+    if (!res.ok) return res.status === 404 ? render(c, 404, <NotFoundPage v={c.var.view} what="This backup does not exist." />) : render(c, res.status as ContentfulStatusCode, <MessagePage v={c.var.view} title="Backup" message={`The backup cannot be downloaded (${res.status}).`} />);
+    const headers: Record<string, string> = { ...SECURITY_HEADERS };
+    for (const h of ['content-type', 'content-length', 'content-disposition']) {
+      const val = res.headers.get(h);
+      if (val) headers[h] = val;
+    }
+    return new Response(res.body, { status: 200, headers });
   });
 
   /** An API 404 becomes the friendly page; any other failure shows the API's words. */

@@ -1,6 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import { Badge, Layout, Time } from '../layout.tsx';
+import { formatValue } from '../chart.ts';
 import { formatDuration, runDuration } from '../run-view.ts';
 import { href, type View } from '../view.ts';
 
@@ -72,42 +73,59 @@ export const AuditPage: FC<{ v: View; entries: Json[]; tenants: Json[]; filter: 
 
 const fileName = (p: unknown) => (typeof p === 'string' ? (p.split(/[\\/]/).at(-1) ?? p) : '—');
 
-export const BackupsPage: FC<{ v: View; runs: Json[]; now: number; error?: string | undefined }> = ({ v, runs, now, error }) => (
-  <Layout v={v} title="Backups" section="backups" error={error}>
-    <p class="hint">Database copies written by backup runs; they live in the data directory under backups/.</p>
-    {runs.length === 0 ? (
-      <p class="notice">No backups yet.</p>
-    ) : (
-      <div class="table-wrap cards">
-        <table id="backups">
-          <thead>
-            <tr>
-              <th scope="col">File</th>
-              <th scope="col">State</th>
-              <th scope="col">Size</th>
-              <th scope="col">Taken</th>
-              <th scope="col">Duration</th>
-            </tr>
-          </thead>
-          <tbody>
-            {runs.map((r) => (
+export const BackupsPage: FC<{ v: View; files: Json[]; runs: Json[]; now: number; error?: string | undefined }> = ({ v, files, runs, now, error }) => {
+  const runOf = new Map(runs.filter((r) => r.result?.file).map((r) => [fileName(r.result.file), r]));
+  const failed = runs.filter((r) => r.state !== 'succeeded');
+  return (
+    <Layout v={v} title="Backups" section="backups" error={error}>
+      <p class="hint">Consistent copies of the database, written by backup runs into the data directory under backups/.</p>
+      {files.length === 0 ? (
+        <p class="notice">No backup files yet.</p>
+      ) : (
+        <div class="table-wrap cards">
+          <table id="backups">
+            <thead>
               <tr>
-                <td data-label="File" class="mono">
-                  <a href={href(v, `/runs/${encodeURIComponent(r.id)}`)}>{fileName(r.result?.file)}</a>
-                </td>
-                <td data-label="State">
-                  <Badge state={String(r.state)} />
-                </td>
-                <td data-label="Size">{typeof r.result?.bytes === 'number' ? `${Math.max(1, Math.round(r.result.bytes / 1024))} KiB` : '—'}</td>
-                <td data-label="Taken">
-                  <Time ms={r.finishedAt ?? r.createdAt} />
-                </td>
-                <td data-label="Duration">{formatDuration(runDuration(r, now))}</td>
+                <th scope="col">File</th>
+                <th scope="col">Size</th>
+                <th scope="col">Taken</th>
+                <th scope="col">Run</th>
               </tr>
+            </thead>
+            <tbody>
+              {files.map((f) => {
+                const run = runOf.get(String(f.name));
+                return (
+                  <tr>
+                    <td data-label="File" class="mono">
+                      <a href={href(v, `/backups/${encodeURIComponent(f.name)}`)} download>
+                        {String(f.name)}
+                      </a>
+                    </td>
+                    <td data-label="Size">{formatValue(Number(f.bytes), 'bytes')}</td>
+                    <td data-label="Taken">
+                      <Time ms={f.modifiedAt} />
+                    </td>
+                    <td data-label="Run">{run ? <a href={href(v, `/runs/${encodeURIComponent(run.id)}`)}>{formatDuration(runDuration(run, now))}</a> : '—'}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {failed.length > 0 && (
+        <>
+          <h2>Backup runs that did not finish</h2>
+          <ul class="plain">
+            {failed.map((r) => (
+              <li>
+                <Badge state={String(r.state)} /> <a href={href(v, `/runs/${encodeURIComponent(r.id)}`)}>started <Time ms={r.createdAt} /></a>
+              </li>
             ))}
-          </tbody>
-        </table>
-      </div>
-    )}
-  </Layout>
-);
+          </ul>
+        </>
+      )}
+    </Layout>
+  );
+};
