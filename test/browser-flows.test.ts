@@ -329,8 +329,14 @@ describe('machine charts and every page at phone width', () => {
       machines: [{ name: 'cp1', role: 'controlplane' }],
     });
     for (let i = 0; i < 3; i++) {
-      const queued = await api('POST', '/v1/collect', { cluster: sims.clusterId });
-      expect(queued.status).toBe(202);
+      // Collect passes are exclusive: one queued by the scheduler or an earlier test is waited out.
+      let queued = await api('POST', '/v1/collect', { cluster: sims.clusterId });
+      await expect
+        .poll(async () => {
+          if (queued.status === 409) queued = await api('POST', '/v1/collect', { cluster: sims.clusterId });
+          return queued.status;
+        }, { timeout: 20_000 })
+        .toBe(202);
       await expect.poll(async () => (await api('GET', `/v1/runs/${queued.body.run.id}`)).body.state, { timeout: 20_000 }).toBe('succeeded');
     }
     const machineId = sims.machines.cp1!.id;
