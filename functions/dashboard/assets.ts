@@ -133,6 +133,9 @@ tr.row-error td { background: var(--danger-bg); }
 }
 @media (max-width: 40rem) {
   main { padding: .75rem; }
+  /* The chart shrinks to the phone's width; its labels grow so they stay readable. */
+  svg.chart .tick { font-size: 19px; }
+  svg.chart .empty { font-size: 22px; }
   dl.facts { grid-template-columns: 1fr; gap: 0; }
   dl.facts dd { margin-bottom: .5rem; }
   ol.log li { grid-template-columns: auto 1fr; gap: 0 .5rem; }

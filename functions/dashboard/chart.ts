@@ -14,7 +14,7 @@ export interface ChartSeries {
 
 const W = 640;
 const H = 220;
-const M = { left: 64, right: 16, top: 16, bottom: 32 };
+const M = { left: 88, right: 20, top: 16, bottom: 34 };
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
 const r2 = (n: number) => Math.round(n * 100) / 100;
@@ -30,7 +30,7 @@ export function formatValue(v: number, unit: Unit): string {
       x /= 1024;
       i++;
     }
-    return `${(Math.sign(v) * x).toFixed(x >= 100 || i === 0 ? 0 : 1)} ${BYTE_UNITS[i]}`;
+    return `${(Math.sign(v) * x).toFixed(x >= 10 || i === 0 ? 0 : 1)} ${BYTE_UNITS[i]}`;
   }
   return Math.abs(v) >= 100 || Number.isInteger(v) ? String(Math.round(v)) : v.toFixed(2);
 }
