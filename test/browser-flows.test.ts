@@ -328,12 +328,13 @@ describe('machine charts and every page at phone width', () => {
       cluster: 'edge',
       machines: [{ name: 'cp1', role: 'controlplane' }],
     });
+    const simClusterId = sims.clusterId;
     for (let i = 0; i < 3; i++) {
       // Collect passes are exclusive: one queued by the scheduler or an earlier test is waited out.
-      let queued = await api('POST', '/v1/collect', { cluster: sims.clusterId });
+      let queued = await api('POST', '/v1/collect', { cluster: simClusterId });
       await expect
         .poll(async () => {
-          if (queued.status === 409) queued = await api('POST', '/v1/collect', { cluster: sims.clusterId });
+          if (queued.status === 409) queued = await api('POST', '/v1/collect', { cluster: simClusterId });
           return queued.status;
         }, { timeout: 20_000 })
         .toBe(202);
