@@ -2,7 +2,7 @@ import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import { Badge, Layout, Time } from '../layout.tsx';
 import { formatValue } from '../chart.ts';
-import { formatDuration, runDuration } from '../run-view.ts';
+import { formatDuration, runDuration, startedBy } from '../run-view.ts';
 import { href, type View } from '../view.ts';
 
 export const AuditPage: FC<{ v: View; entries: Json[]; tenants: Json[]; filter: { action: string; tenant: string }; error?: string | undefined }> = ({
@@ -57,7 +57,7 @@ export const AuditPage: FC<{ v: View; entries: Json[]; tenants: Json[]; filter: 
                   </td>
                   <td data-label="Action">{String(e.action)}</td>
                   <td data-label="Tenant">{e.tenantId ? (tenantName.get(e.tenantId) ?? String(e.tenantId)) : '—'}</td>
-                  <td data-label="By">{String(e.actor ?? e.tokenId ?? '—')}</td>
+                  <td data-label="By">{startedBy(e.actor)}</td>
                   <td data-label="Target" class="mono">
                     {String(e.target ?? e.subject ?? '—')}
                   </td>
