@@ -1,3 +1,4 @@
+import type { BackupFiles } from './backup/files.ts';
 // What every handler finds in its context: the host's parts (database, queue, clock, settings)
 // and the caller. The runner, the Worker and the tests assemble their own.
 import type { Database, Db } from '../db/client.ts';
@@ -25,6 +26,8 @@ export interface Deps {
   metrics: Metrics;
   /** Mints a new cluster's secrets (CAs, keys, tokens); RSA-4096 makes this the slow part of creating a cluster. */
   newClusterSecrets(): Promise<ClusterSecrets>;
+  /** The backup files, where the host keeps them (the runner does). */
+  backups?: BackupFiles;
 }
 
 export interface Principal {
@@ -52,6 +55,7 @@ export function assembleDeps(parts: {
   newClusterSecrets(): Promise<ClusterSecrets>;
   /** The runner's prom-client metrics; without them /metrics says it is served at home. */
   metrics?: Metrics;
+  backups?: BackupFiles;
 }): Deps {
   const bus = createRunBus();
   return {
@@ -65,5 +69,6 @@ export function assembleDeps(parts: {
     settings: parts.settings,
     metrics: parts.metrics ?? noMetrics,
     newClusterSecrets: parts.newClusterSecrets,
+    ...(parts.backups ? { backups: parts.backups } : {}),
   };
 }

@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { nodeBackupFiles } from './backup-files.ts';
 import { serve, type ServerType } from '@hono/node-server';
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -68,6 +70,7 @@ export async function startHost(
     },
     newClusterSecrets: generateSecrets,
     metrics: createPromMetrics(() => deps),
+    backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
 
   const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });

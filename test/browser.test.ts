@@ -103,7 +103,8 @@ async function createObjects(page: Page, base: string, names: { tenant: string; 
   // The API's validation message shows on the page.
   await page.getByLabel(/^Name/).fill('Not_A_Label');
   await page.getByRole('button', { name: 'Add machine' }).click();
-  expect(await page.getByRole('alert').textContent()).toMatch(/name: must be a DNS label/);
+  expect(await page.locator('#m-name-error').textContent()).toMatch(/^must be a DNS label/);
+  expect(await page.getByLabel(/^Name/).getAttribute('aria-invalid')).toBe('true');
   return clusterUrl;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { apiHealthView, parseHealthReport, UNKNOWN_REPORT, type HealthContext } from '../functions/dashboard/health-view.ts';
+import { apiHealthView, parseHealthReport, shortReason, UNKNOWN_REPORT, type HealthContext } from '../functions/dashboard/health-view.ts';
 import { renderSparkline, sparklinePoints } from '../functions/dashboard/sparkline.ts';
 import { silentLogger } from '../lib/log.ts';
 
@@ -52,6 +52,16 @@ describe('sparkline renderer', () => {
 });
 
 describe('health view', () => {
+  it('cuts a node error to its first line, without the library boilerplate or the resolution note', () => {
+    const raw =
+      'cp1: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp [2001:db8::10]:50000: connect: connection refused"\nResolution note: check the node is up';
+    expect(shortReason(raw)).toBe('cp1: connection error: desc = "transport: Error while dialing: dial tcp [2001:db8::10]:50000: connect: connection refused"');
+    expect(shortReason('etcd reports: slow disk Resolution note: see the docs')).toBe('etcd reports: slow disk');
+    const long = shortReason('x'.repeat(500));
+    expect(long).toHaveLength(140);
+    expect(long.endsWith('…')).toBe(true);
+  });
+
   it('reads the health API body defensively', () => {
     expect(parseHealthReport(null)).toEqual(UNKNOWN_REPORT);
     expect(parseHealthReport({ state: 'on fire' })).toEqual({ cluster: { status: 'unknown' }, machines: {} });
@@ -66,7 +76,7 @@ describe('health view', () => {
         ],
       }),
     ).toEqual({
-      cluster: { status: 'degraded', summary: 'etcd has 2/3 members; w1: NotReady for 5m', checkedAt: 1000 },
+      cluster: { status: 'degraded', summary: 'etcd has 2/3 members (+1 more)', reasons: ['etcd has 2/3 members', 'w1: NotReady for 5m'], checkedAt: 1000 },
       machines: { m_a: { status: 'unreachable', lastSeen: 900 }, m_b: { status: 'unknown' } },
     });
   });

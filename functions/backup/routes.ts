@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { requireAdmin } from '../auth.ts';
-import { ApiError } from '../../lib/http/errors.ts';
+import { ApiError, notFound } from '../../lib/http/errors.ts';
+import { BACKUP_NAME } from './files.ts';
 import type { AppEnv } from '../context.ts';
 import { publicRun } from '../runs/routes.ts';
 import { backupJob } from './job.ts';
@@ -13,6 +14,28 @@ export function backupRoutes() {
     }
     const run = await backupJob.enqueue(c.var.deps.jobs, {}, { exclusive: false, createdBy: c.var.principal.tokenId });
     return c.json({ run: publicRun(run) }, 202);
+  });
+
+  const files = (c: { var: AppEnv['Variables'] }) => {
+    const store = c.var.deps.backups;
+    if (!store) throw new ApiError(409, 'not_supported', 'this host keeps no backup files');
+    return store;
+  };
+  app.get('/', requireAdmin, async (c) => c.json({ backups: await files(c).list() }));
+  app.get('/:name', requireAdmin, async (c) => {
+    const name = c.req.param('name');
+    if (!BACKUP_NAME.test(name)) throw notFound('backup');
+    const found = await files(c).open(name);
+    if (!found) throw notFound('backup');
+    return new Response(found.body, {
+      status: 200,
+      headers: {
+        'content-type': 'application/octet-stream',
+        'content-length': String(found.file.bytes),
+        'content-disposition': `attachment; filename="${found.file.name}"`,
+        'cache-control': 'no-store',
+      },
+    });
   });
   return app;
 }

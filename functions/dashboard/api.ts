@@ -18,7 +18,7 @@ export interface ApiResult {
 
 export interface ApiClient {
   get(path: string): Promise<ApiResult>;
-  send(method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<ApiResult>;
+  send(method: 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<ApiResult>;
   /** The raw response, for streams. */
   raw(path: string, init: RequestInit): Promise<Response>;
 }

@@ -43,7 +43,7 @@ td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, mon
 .badge.healthy, .badge.succeeded { background: var(--ok-bg); color: var(--ok); border-color: var(--ok); }
 .badge.degraded, .badge.running, .badge.queued { background: var(--warn-bg); color: var(--warn); border-color: var(--warn); }
 .badge.unreachable, .badge.failed, .badge.interrupted { background: var(--danger-bg); color: var(--danger); border-color: var(--danger); }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 0; }
+dl.facts { display: grid; grid-template-columns: minmax(max-content, 7rem) 1fr; gap: .35rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; word-break: break-word; }
 form.card { border: 1px solid var(--line); border-radius: 6px; padding: 1rem; background: var(--panel); margin: 0 0 1rem; }
@@ -74,8 +74,68 @@ ol.log .msg { word-break: break-word; white-space: pre-wrap; }
 .sparkline { color: var(--accent); vertical-align: middle; }
 pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: .75rem; overflow: auto; font-size: .85rem; }
 .login { max-width: 28rem; margin: 2rem auto; }
+textarea { font: inherit; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; padding: .5rem .6rem; border: 1px solid var(--muted); border-radius: 6px; background: var(--bg); color: var(--fg); width: 100%; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.field-error { color: var(--danger); background: var(--danger-bg); border-left: 4px solid var(--danger); padding: .5rem .75rem; margin: 0 0 .75rem; border-radius: 4px; }
+.danger-zone { border-color: var(--danger); }
+.downloads { margin: 0 0 1rem; }
+.health .reason { display: inline-block; max-width: 32rem; overflow-wrap: anywhere; }
+ul.reasons, ul.plain { margin: .25rem 0; padding-left: 1.25rem; overflow-wrap: anywhere; }
+ul.plain li { margin: .25rem 0; }
+ul.plain form.inline { margin-left: .5rem; }
+form.card > .field + .field { margin-top: .75rem; }
+form.card > .field:last-of-type { margin-bottom: .75rem; }
+.filters { display: flex; flex-wrap: wrap; gap: .75rem 1rem; align-items: flex-end; margin: 0 0 1rem; }
+.filters .field { min-width: 10rem; }
+.filters .field.check { min-height: 2.75rem; }
+fieldset.scopes { border: 0; padding: 0; margin: 0 0 .75rem; display: flex; gap: 1rem; flex-wrap: wrap; }
+fieldset.scopes legend { font-weight: 600; margin-bottom: .25rem; }
+.secret input { width: 100%; }
+table.runs td a { overflow-wrap: anywhere; }
+.usage { white-space: nowrap; }
+.windows { display: flex; flex-wrap: wrap; gap: .5rem; margin: 0 0 1rem; }
+.chip { border: 1px solid var(--line); border-radius: 999px; padding: .3rem .8rem; text-decoration: none; min-height: 2.25rem; display: inline-flex; align-items: center; }
+.chip[aria-current="true"] { background: var(--accent); color: var(--accent-fg); border-color: var(--accent); }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 26rem), 1fr)); gap: 1rem; }
+figure.chart-box { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; background: var(--panel); min-width: 0; }
+figure.chart-box figcaption { font-weight: 600; margin-bottom: .25rem; }
+figure.chart-box .now { color: var(--accent); font-variant-numeric: tabular-nums; }
+svg.chart { width: 100%; height: auto; display: block; font-family: system-ui, sans-serif; }
+svg.chart .grid { stroke: var(--line); stroke-width: 1; }
+svg.chart .axis { stroke: var(--muted); stroke-width: 1; }
+svg.chart .tick { fill: var(--muted); font-size: 12px; }
+svg.chart .empty { fill: var(--muted); font-size: 14px; }
+svg.chart .line { fill: none; stroke: var(--accent); stroke-width: 2; stroke-linejoin: round; }
+svg.chart .dot { fill: var(--accent); }
+.plan-summary { font-weight: 600; }
+ul.diff { list-style: none; margin: 0 0 1rem; padding: .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); font-size: .9rem; }
+ul.diff li { display: grid; grid-template-columns: 2.5rem 1fr; gap: .1rem .5rem; padding: .2rem 0; }
+ul.diff li .hint { grid-column: 2; }
+ul.diff .sign { font-family: ui-monospace, monospace; font-weight: 700; }
+.diff-add, ul.diff .diff-add .sign { color: var(--ok); }
+.diff-change, .diff-replace, ul.diff .diff-change .sign, ul.diff .diff-replace .sign { color: var(--warn); }
+.diff-destroy, ul.diff .diff-destroy .sign { color: var(--danger); }
+ul.diagnostics { padding-left: 1.25rem; overflow-wrap: anywhere; }
+ul.diagnostics p { margin: .25rem 0 .5rem; white-space: pre-wrap; }
+tr.row-error td { background: var(--danger-bg); }
+/* Below the breakpoint a wide table becomes a stack of cards: each cell on its own line, labelled. */
+@media (max-width: 48rem) {
+  .table-wrap.cards { border: 0; overflow: visible; }
+  .cards table, .cards tbody, .cards tr, .cards td { display: block; width: 100%; }
+  .cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  .cards tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 .75rem; padding: .25rem .5rem; background: var(--bg); }
+  .cards td { display: grid; grid-template-columns: 7.5rem 1fr; gap: .5rem; border-bottom: 1px dashed var(--line); padding: .35rem 0; overflow-wrap: anywhere; min-width: 0; }
+  .cards td:last-child { border-bottom: 0; }
+  .cards td > .badge, .cards td > .health { justify-self: start; }
+  .cards td::before { content: attr(data-label); color: var(--muted); font-size: .85rem; }
+  .cards td:not([data-label]) { display: block; }
+  .cards td.mono { word-break: normal; overflow-wrap: anywhere; }
+}
 @media (max-width: 40rem) {
   main { padding: .75rem; }
+  /* The chart shrinks to the phone's width; its labels grow so they stay readable. */
+  svg.chart .tick { font-size: 19px; }
+  svg.chart .empty { font-size: 22px; }
   dl.facts { grid-template-columns: 1fr; gap: 0; }
   dl.facts dd { margin-bottom: .5rem; }
   ol.log li { grid-template-columns: auto 1fr; gap: 0 .5rem; }
@@ -97,7 +157,6 @@ export const RUN_LOG_JS = `
   if (!log || log.getAttribute('data-done') === '1' || !window.EventSource) return;
   var last = Number(log.getAttribute('data-after') || '0');
   var live = document.getElementById('run-live');
-  var state = document.getElementById('run-state');
   function pad(n) { return n < 10 ? '0' + n : String(n); }
   function clock(ms) { var d = new Date(ms); return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()); }
   function cell(text, cls) { var s = document.createElement('span'); s.textContent = text; if (cls) s.className = cls; return s; }
@@ -118,16 +177,42 @@ export const RUN_LOG_JS = `
     last = e.seq;
     append(e);
   });
+  // The parts that depend on the run's state (result, plan, per-node progress, Approve and Retry)
+  // are rendered by the server; a fresh copy replaces them, so the page never needs a reload.
+  var outcomeUrl = location.pathname + '?part=outcome';
+  var refreshing = null;
+  function refreshOutcome(then) {
+    var req = new XMLHttpRequest();
+    req.open('GET', outcomeUrl);
+    req.onload = function () {
+      if (req.status === 200) {
+        var box = document.getElementById('run-outcome');
+        var tmp = document.createElement('div');
+        tmp.innerHTML = req.responseText;
+        var fresh = tmp.querySelector('#run-outcome');
+        if (box && fresh) box.parentNode.replaceChild(fresh, box);
+      }
+      if (then) then();
+    };
+    req.onerror = function () { if (then) then(); };
+    req.send();
+  }
+  function soon() {
+    if (refreshing) return;
+    refreshing = setTimeout(function () { refreshing = null; refreshOutcome(); }, 1000);
+  }
+  es.addEventListener('run-event', function (m) {
+    var e = JSON.parse(m.data);
+    if (e.data && (e.data.node || e.data.phase)) soon();
+  });
   es.addEventListener('end', function (m) {
     es.close();
     var run = JSON.parse(m.data);
-    if (run && state) { state.textContent = run.state; state.className = 'badge ' + run.state; }
-    var finished = document.getElementById('run-finished');
-    if (run && run.finishedAt && finished) finished.textContent = new Date(run.finishedAt).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
-    if (live) live.textContent = 'Run finished' + (run ? ': ' + run.state : '') + '.';
     log.setAttribute('data-done', '1');
-    var cancel = document.getElementById('cancel-run');
-    if (cancel) cancel.hidden = true;
+    if (refreshing) { clearTimeout(refreshing); refreshing = null; }
+    refreshOutcome(function () {
+      if (live) live.textContent = 'Run finished' + (run ? ': ' + run.state : '') + '.';
+    });
   });
   es.onerror = function () { if (live && log.getAttribute('data-done') !== '1') live.textContent = 'Connection lost; retrying...'; };
   es.onopen = function () { if (live) live.textContent = 'Following the run live.'; };

@@ -8,6 +8,8 @@ export interface ClusterHealth {
   status: HealthStatus;
   /** One line for people, e.g. "2 of 3 nodes ready". */
   summary?: string;
+  /** Every reason, each cut to its first sentence-sized line. */
+  reasons?: string[];
   /** When the data was collected (epoch ms). */
   checkedAt?: number;
 }
@@ -77,9 +79,26 @@ export function parseHealthReport(body: unknown): ClusterHealthReport {
   if (!res.success) return UNKNOWN_REPORT;
   const { machines = [], state, reasons, checkedAt } = res.data;
   return {
-    cluster: dropUndefined({ status: state, summary: reasons?.length ? reasons.join('; ') : undefined, checkedAt: checkedAt ?? undefined }),
+    cluster: dropUndefined({
+      status: state,
+      summary: reasons?.length ? shortReason(reasons[0]!) + (reasons.length > 1 ? ` (+${reasons.length - 1} more)` : '') : undefined,
+      reasons: reasons?.length ? reasons.map(shortReason) : undefined,
+      checkedAt: checkedAt ?? undefined,
+    }),
     machines: Object.fromEntries(machines.map((m) => [m.id, dropUndefined({ status: m.state ?? 'unknown', lastSeen: m.lastSeenAt ?? undefined })])),
   };
+}
+
+const REASON_MAX = 140;
+
+/**
+ * Node errors arrive as whatever a gRPC or TLS library printed, sometimes with a multi-line
+ * "Resolution note:" appended; people get the first line, without the library's boilerplate.
+ */
+export function shortReason(reason: string): string {
+  let text = reason.split(/\r?\n/)[0]!.replace(/\s*Resolution note:.*$/is, '').replace(/\s+/g, ' ').trim();
+  text = text.replace(/^(\S+: )(?:rpc error: code = \w+ desc = )/, '$1');
+  return text.length > REASON_MAX ? `${text.slice(0, REASON_MAX - 1).trimEnd()}…` : text;
 }
 
 function dropUndefined<T extends object>(o: T): T {

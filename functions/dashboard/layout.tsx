@@ -1,12 +1,14 @@
 import type { FC, PropsWithChildren } from 'hono/jsx';
 import { formatTime, href, type View } from './view.ts';
 
-export type Section = 'clusters' | 'runs' | 'tenants' | 'api' | 'login';
+export type Section = 'clusters' | 'runs' | 'tenants' | 'audit' | 'backups' | 'api' | 'login' | 'none';
 
 const NAV: Array<[Section, string, string]> = [
   ['clusters', 'Clusters', '/'],
   ['runs', 'Runs', '/runs'],
   ['tenants', 'Tenants', '/tenants'],
+  ['audit', 'Audit', '/audit'],
+  ['backups', 'Backups', '/backups'],
   ['api', 'API', '/api'],
 ];
 
@@ -35,7 +37,7 @@ export const Layout: FC<PropsWithChildren<{ v: View; title: string; section: Sec
         {v.principal && (
           <nav aria-label="Main">
             <ul>
-              {NAV.map(([key, label, path]) => (
+              {NAV.filter(([key]) => v.principal?.admin || key !== 'backups').map(([key, label, path]) => (
                 <li>
                   <a href={href(v, path)} aria-current={key === section ? 'page' : undefined}>
                     {label}
@@ -84,8 +86,10 @@ export const Field: FC<{
   placeholder?: string;
   type?: 'text' | 'password' | 'number';
   autocomplete?: string;
+  /** The API's complaint about this field, shown under it. */
+  error?: string | undefined;
 }> = (p) => (
-  <div class="field">
+  <div class={p.error ? 'field invalid' : 'field'}>
     <label for={p.id}>
       {p.label}
       {p.hint && <span class="hint"> — {p.hint}</span>}
@@ -99,9 +103,27 @@ export const Field: FC<{
       placeholder={p.placeholder}
       autocomplete={p.autocomplete ?? 'off'}
       spellcheck={false}
+      aria-invalid={p.error ? 'true' : undefined}
+      aria-describedby={p.error ? `${p.id}-error` : undefined}
     />
+    {p.error && (
+      <p class="field-error" id={`${p.id}-error`} role="alert">
+        {p.error}
+      </p>
+    )}
   </div>
 );
+
+/**
+ * The API names the field it rejects ("name: must be a DNS label"); this finds which field of a
+ * form it means, so the message can stand next to it. Anything else stays a form-level error.
+ */
+export function errorFor(error: string | undefined, fields: string[]): { field?: string; message: string } | undefined {
+  if (!error) return undefined;
+  const m = /^([A-Za-z][\w.]*): (.+)$/s.exec(error);
+  const field = m ? fields.find((f) => f === m[1] || m[1]!.startsWith(`${f}.`)) : undefined;
+  return field ? { field, message: m![2]! } : { message: error };
+}
 
 export const Select: FC<{ id: string; name: string; label: string; options: Array<[string, string]>; value?: string | undefined; required?: boolean }> = (p) => (
   <div class="field">

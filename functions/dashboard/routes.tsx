@@ -13,8 +13,11 @@ import { INGRESS_PRINCIPAL, SUPERVISOR_ADDRESS, ingressDecision, unknownRemoteAd
 import { ClusterPage } from './pages/cluster.tsx';
 import { ClustersPage } from './pages/clusters.tsx';
 import { LoginPage } from './pages/login.tsx';
-import { MessagePage, RunPage, RunsPage } from './pages/runs.tsx';
-import { TenantsPage } from './pages/tenants.tsx';
+import { MessagePage, NotFoundPage, RunOutcome, RunPage, RunsPage } from './pages/runs.tsx';
+import type { RunFilter } from './pages/runs-table.tsx';
+import { TenantPage, TenantsPage } from './pages/tenants.tsx';
+import { AuditPage, BackupsPage } from './pages/audit.tsx';
+import { MachinePage, WINDOWS } from './pages/machine.tsx';
 import { endSession, isEnded } from './ended-sessions.ts';
 import { SESSION_COOKIE, SESSION_TTL_MS, csrfMatches, newSession, openSession, sealSession, type Session } from './session.ts';
 import { operations } from '../openapi/operations.ts';
@@ -37,8 +40,8 @@ type Ctx = Context<DashEnv>;
 const FORM_LIMIT = 64 * 1024;
 
 // The dashboard shares the root with the API (/v1, /healthz), so its middleware is bound to its
-// own paths only. ('/clusters/*' also matches '/clusters'.)
-const PAGE_PATHS = ['/', '/tenants', '/clusters/*', '/runs/*', '/backups', '/api'];
+// own paths only. ('/clusters/*' also matches '/clusters', so each path is listed once.)
+const PAGE_PATHS = ['/', '/tenants/*', '/clusters/*', '/runs/*', '/backups/*', '/api', '/audit'];
 const ALL_PATHS = [...PAGE_PATHS, '/login', '/logout'];
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -195,7 +198,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const client = api(c);
     const id = encodeURIComponent(c.req.param('id')!);
     const cl = await client.get(`/v1/clusters/${id}`);
-    if (!cl.ok) return render(c, cl.status as ContentfulStatusCode, <MessagePage v={c.var.view} title="Cluster" message={error ?? cl.error!} />);
+    if (!cl.ok) return notFoundOr(c, cl, 'Cluster');
     const [ms, rs, health] = await Promise.all([
       client.get(`/v1/clusters/${id}/machines`),
       client.get(`/v1/runs?cluster=${id}&limit=20`),
@@ -213,6 +216,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
         error={error ?? ms.error ?? rs.error}
         failedForm={failedForm}
         values={c.var.form}
+        now={c.var.deps.clock.now()}
       />,
     );
   };
@@ -250,8 +254,34 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
 
   // ---- runs ----
   const runsPage = async (c: Ctx, status: ContentfulStatusCode, error?: string) => {
-    const rs = await api(c).get('/v1/runs?limit=100');
-    return render(c, status, <RunsPage v={c.var.view} runs={rs.ok ? rs.body.runs : []} error={error ?? rs.error} />);
+    const client = api(c);
+    const [rs, cl] = await Promise.all([client.get('/v1/runs?limit=500'), client.get('/v1/clusters')]);
+    const all: Json[] = rs.ok ? rs.body.runs : [];
+    const filter: RunFilter = {};
+    for (const k of ['kind', 'state', 'collect'] as const) {
+      const val = c.req.query(k);
+      if (val && /^[a-z-]{1,32}$/.test(val)) filter[k] = val;
+    }
+    // Collect passes run every few minutes and would push everything else out of the list.
+    const isCron = (r: Json) => r.kind === 'collect';
+    const matching = all.filter((r) => (!filter.kind || r.kind === filter.kind) && (!filter.state || r.state === filter.state));
+    const showCollect = filter.collect === 'show' || filter.kind === 'collect';
+    const runs = showCollect ? matching : matching.filter((r) => !isCron(r));
+    const kinds = [...new Set(all.map((r) => String(r.kind)))].sort();
+    return render(
+      c,
+      status,
+      <RunsPage
+        v={c.var.view}
+        runs={runs.slice(0, 100)}
+        names={clusterNames(cl)}
+        filter={filter}
+        kinds={kinds}
+        hidden={matching.length - runs.length}
+        now={c.var.deps.clock.now()}
+        error={error ?? rs.error}
+      />,
+    );
   };
   app.get('/runs', (c) => runsPage(c, 200));
   app.post('/backups', async (c) => {
@@ -261,9 +291,16 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   });
 
   const runPage = async (c: Ctx, status: ContentfulStatusCode, error?: string) => {
-    const ev = await api(c).get(`/v1/runs/${encodeURIComponent(c.req.param('id')!)}/events`);
-    if (!ev.ok) return render(c, ev.status as ContentfulStatusCode, <MessagePage v={c.var.view} title="Run" message={error ?? ev.error!} />);
-    return render(c, status, <RunPage v={c.var.view} run={ev.body.run} events={ev.body.events} error={error} />);
+    const client = api(c);
+    const ev = await client.get(`/v1/runs/${encodeURIComponent(c.req.param('id')!)}/events`);
+    if (!ev.ok) return notFoundOr(c, ev, 'Run');
+    const run = ev.body.run;
+    const now = c.var.deps.clock.now();
+    if (c.req.query('part') === 'outcome') {
+      return c.html(await html`${<RunOutcome v={c.var.view} run={run} events={ev.body.events} now={now} />}`, 200, SECURITY_HEADERS);
+    }
+    const cl = run.cluster ? await client.get(`/v1/clusters/${encodeURIComponent(run.cluster)}`) : null;
+    return render(c, status, <RunPage v={c.var.view} run={run} events={ev.body.events} clusterName={cl?.ok ? cl.body.name : undefined} now={now} error={error} />);
   };
   app.get('/runs/:id', (c) => runPage(c, 200));
   for (const action of ['cancel', 'approve'] as const) {
@@ -274,6 +311,30 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
       return afterRun(c, res, `/runs/${id}`);
     });
   }
+  // Starts the same work again: the API call the first run came from, with its parameters.
+  app.post('/runs/:id/retry', async (c) => {
+    const client = api(c);
+    const rid = encodeURIComponent(c.req.param('id'));
+    const got = await client.get(`/v1/runs/${rid}`);
+    if (!got.ok) return notFoundOr(c, got, 'Run');
+    const run = got.body;
+    const p = run.params ?? {};
+    const cid = run.cluster ? encodeURIComponent(run.cluster) : '';
+    const call: [string, Record<string, unknown>] | null =
+      run.kind === 'provision'
+        ? [`/v1/clusters/${cid}/provision`, { mode: p.planRun ? 'plan' : p.mode, ...(p.destroy ? { destroy: true } : {}) }]
+        : run.kind === 'bootstrap'
+          ? [`/v1/clusters/${cid}/bootstrap`, {}]
+          : run.kind === 'upgrade'
+            ? [`/v1/clusters/${cid}/upgrade`, { talosVersion: p.talosVersion, ...(p.batchSize ? { batchSize: p.batchSize } : {}) }]
+            : run.kind === 'backup'
+              ? ['/v1/backups', {}]
+              : null;
+    if (!call) return runPage(c, 400, `A ${String(run.kind)} run cannot be retried from here.`);
+    const res = await client.send('POST', call[0], call[1]);
+    if (!res.ok) return runPage(c, res.status as ContentfulStatusCode, res.error);
+    return afterRun(c, res, `/runs/${rid}`);
+  });
 
   // EventSource cannot send an Authorization header; this relays the API's stream for the session.
   app.get('/runs/:id/events', async (c) => {
@@ -289,6 +350,183 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
       headers: { 'content-type': res.headers.get('content-type') ?? 'text/event-stream', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
     });
   });
+
+  // ---- lifecycle: edit, delete, destroy, downloads ----
+  app.post('/clusters/:id/edit', async (c) => {
+    const id = encodeURIComponent(c.req.param('id'));
+    const res = await api(c).send('PATCH', `/v1/clusters/${id}`, pick(c.var.form, ['kubernetesVersion', 'endpoint']));
+    if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, 'edit');
+    return go(c, `/clusters/${id}`);
+  });
+  app.post('/clusters/:id/delete', async (c) => {
+    const id = encodeURIComponent(c.req.param('id'));
+    const res = await api(c).send('DELETE', `/v1/clusters/${id}`);
+    if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, 'delete');
+    return go(c, '/');
+  });
+  app.post('/clusters/:id/destroy', clusterAction(clusterPath('/provision'), () => ({ mode: 'plan', destroy: true }), 'destroy'));
+  for (const file of ['talosconfig', 'kubeconfig'] as const) {
+    app.get(`/clusters/:id/${file}`, async (c) => {
+      const res = await api(c).raw(`/v1/clusters/${encodeURIComponent(c.req.param('id'))}/${file}`, { headers: { accept: 'application/yaml' } });
+      if (!res.ok) {
+        const body = (await res.json().catch(() => null)) as Json;
+        return clusterPage(c, res.status as ContentfulStatusCode, `The ${file} is not available: ${String(body?.error?.message ?? res.status)}`, 'download');
+      }
+      return new Response(res.body, {
+        status: 200,
+        headers: { ...SECURITY_HEADERS, 'content-type': res.headers.get('content-type') ?? 'application/yaml', 'content-disposition': res.headers.get('content-disposition') ?? `attachment; filename="${file}"` },
+      });
+    });
+  }
+
+  // ---- one machine: charts, edit, delete ----
+  app.get('/clusters/:id/machines/:mid', async (c) => {
+    const client = api(c);
+    const cid = encodeURIComponent(c.req.param('id'));
+    const mid = encodeURIComponent(c.req.param('mid'));
+    const [cl, m] = await Promise.all([client.get(`/v1/clusters/${cid}`), client.get(`/v1/clusters/${cid}/machines/${mid}`)]);
+    if (!cl.ok) return notFoundOr(c, cl, 'Cluster');
+    if (!m.ok) return notFoundOr(c, m, 'Machine');
+    const win = WINDOWS.find((w) => w.key === c.req.query('window')) ?? WINDOWS[1]!;
+    const now = c.var.deps.clock.now();
+    const since = now - win.ms;
+    const res = await client.get(`/v1/clusters/${cid}/machines/${mid}/samples?since=${since}&resolution=${win.resolution}`);
+    const series: Record<string, Array<[number, number]>> = {};
+    for (const pt of res.ok ? (res.body.points as Json[]) : []) {
+      const value = Number(pt.value ?? pt.avg);
+      if (Number.isFinite(value)) (series[pt.metric] ??= []).push([Number(pt.ts), value]);
+    }
+    return render(c, 200, <MachinePage v={c.var.view} cluster={cl.body} machine={m.body} series={series} window={win} windows={WINDOWS} from={since} to={now} error={res.error} values={{}} />);
+  });
+  const machineForm = async (c: Ctx, method: 'PATCH' | 'DELETE', body?: Record<string, unknown>) => {
+    const client = api(c);
+    const cid = encodeURIComponent(c.req.param('id')!);
+    const mid = encodeURIComponent(c.req.param('mid')!);
+    const res = await client.send(method, `/v1/clusters/${cid}/machines/${mid}`, body);
+    if (res.ok) return go(c, method === 'DELETE' ? `/clusters/${cid}` : `/clusters/${cid}/machines/${mid}`);
+    const [cl, m] = await Promise.all([client.get(`/v1/clusters/${cid}`), client.get(`/v1/clusters/${cid}/machines/${mid}`)]);
+    if (!cl.ok || !m.ok) return notFoundOr(c, cl.ok ? m : cl, 'Machine');
+    const now = c.var.deps.clock.now();
+    return render(
+      c,
+      res.status as ContentfulStatusCode,
+      <MachinePage v={c.var.view} cluster={cl.body} machine={m.body} series={{}} window={WINDOWS[1]!} windows={WINDOWS} from={now - WINDOWS[1]!.ms} to={now} error={res.error} values={c.var.form} failed={method === 'DELETE' ? 'delete' : 'edit'} />,
+    );
+  };
+  app.post('/clusters/:id/machines/:mid/edit', (c) => {
+    const f = c.var.form;
+    // A cleared field clears the value; the API takes null for that.
+    return machineForm(c, 'PATCH', { address: f.address?.trim() || null, installDisk: f.installDisk?.trim() || null });
+  });
+  app.post('/clusters/:id/machines/:mid/delete', (c) => machineForm(c, 'DELETE'));
+
+  // ---- tenant: tokens, provider credentials, webhook secret ----
+  const tenantPage = async (c: Ctx, status: ContentfulStatusCode, extra: { error?: string; failed?: string; created?: { label: string; secret: string } } = {}) => {
+    const client = api(c);
+    const tid = encodeURIComponent(c.req.param('tenant')!);
+    const [t, tok, prov] = await Promise.all([client.get(`/v1/tenants/${tid}`), client.get(`/v1/tenants/${tid}/tokens`), client.get(`/v1/tenants/${tid}/providers`)]);
+    if (!t.ok) return notFoundOr(c, t, 'Tenant');
+    return render(
+      c,
+      status,
+      <TenantPage
+        v={c.var.view}
+        tenant={t.body}
+        tokens={tok.ok ? tok.body.tokens : []}
+        providers={prov.ok ? prov.body.providers : []}
+        error={extra.error ?? tok.error ?? prov.error}
+        failed={extra.failed}
+        created={extra.created}
+        values={c.var.form ?? {}}
+      />,
+    );
+  };
+  app.get('/tenants/:tenant', (c) => tenantPage(c, 200));
+  app.post('/tenants/:tenant/tokens', async (c) => {
+    const tid = encodeURIComponent(c.req.param('tenant'));
+    const f = c.var.form;
+    const scopes = ['read', 'write', 'secrets'].filter((s) => f[`scope-${s}`] === 'on');
+    const res = await api(c).send('POST', `/v1/tenants/${tid}/tokens`, { ...pick(f, ['name']), ...(scopes.length ? { scopes } : {}) });
+    if (!res.ok) return tenantPage(c, res.status as ContentfulStatusCode, { error: res.error, failed: 'token' });
+    return tenantPage(c, 201, { created: { label: `Token "${String(res.body.name)}"`, secret: String(res.body.token) } });
+  });
+  app.post('/tenants/:tenant/tokens/:tok/delete', async (c) => {
+    const tid = encodeURIComponent(c.req.param('tenant'));
+    const res = await api(c).send('DELETE', `/v1/tenants/${tid}/tokens/${encodeURIComponent(c.req.param('tok'))}`);
+    if (!res.ok) return tenantPage(c, res.status as ContentfulStatusCode, { error: res.error });
+    return go(c, `/tenants/${tid}`);
+  });
+  app.post('/tenants/:tenant/providers', async (c) => {
+    const tid = encodeURIComponent(c.req.param('tenant'));
+    const f = c.var.form;
+    const variables: Record<string, string> = {};
+    // One NAME=value per line: the values are write-only and never shown again.
+    for (const line of (f.variables ?? '').split(/\r?\n/)) {
+      const i = line.indexOf('=');
+      if (line.trim() === '') continue;
+      if (i <= 0) return tenantPage(c, 400, { error: `Each line needs the form NAME=value; "${line.slice(0, 40).split('=')[0]}" has no "=".`, failed: 'provider' });
+      variables[line.slice(0, i).trim()] = line.slice(i + 1);
+    }
+    const provider = encodeURIComponent((f.provider ?? '').trim());
+    const res = await api(c).send('PUT', `/v1/tenants/${tid}/providers/${provider}`, { env: variables });
+    if (!res.ok) return tenantPage(c, res.status as ContentfulStatusCode, { error: res.error, failed: 'provider' });
+    return go(c, `/tenants/${tid}`);
+  });
+  app.post('/tenants/:tenant/providers/:provider/delete', async (c) => {
+    const tid = encodeURIComponent(c.req.param('tenant'));
+    const res = await api(c).send('DELETE', `/v1/tenants/${tid}/providers/${encodeURIComponent(c.req.param('provider'))}`);
+    if (!res.ok) return tenantPage(c, res.status as ContentfulStatusCode, { error: res.error });
+    return go(c, `/tenants/${tid}`);
+  });
+  app.post('/tenants/:tenant/webhook-secret', async (c) => {
+    const res = await api(c).send('POST', `/v1/tenants/${encodeURIComponent(c.req.param('tenant'))}/webhook-secret`, {});
+    if (!res.ok) return tenantPage(c, res.status as ContentfulStatusCode, { error: res.error, failed: 'webhook' });
+    return tenantPage(c, 201, { created: { label: `Webhook secret (send signatures in ${String(res.body.header)})`, secret: String(res.body.secret) } });
+  });
+
+  // ---- audit log and backups ----
+  app.get('/audit', async (c) => {
+    const client = api(c);
+    const [au, tn] = await Promise.all([client.get('/v1/audit?limit=500'), client.get('/v1/tenants')]);
+    const filter = { action: (c.req.query('action') ?? '').trim().slice(0, 100), tenant: (c.req.query('tenant') ?? '').trim().slice(0, 64) };
+    const all: Json[] = au.ok ? au.body.entries : [];
+    const entries = all.filter((e) => (!filter.action || String(e.action).includes(filter.action)) && (!filter.tenant || e.tenantId === filter.tenant));
+    return render(c, 200, <AuditPage v={c.var.view} entries={entries.slice(0, 200)} tenants={tn.ok ? tn.body.tenants : []} filter={filter} error={au.error} />);
+  });
+  app.get('/backups', async (c) => {
+    const client = api(c);
+    const [files, rs] = await Promise.all([client.get('/v1/backups'), client.get('/v1/runs?limit=500')]);
+    const runs: Json[] = rs.ok ? rs.body.runs.filter((r: Json) => r.kind === 'backup') : [];
+    return render(
+      c,
+      200,
+      <BackupsPage v={c.var.view} files={files.ok ? files.body.backups : []} runs={runs} now={c.var.deps.clock.now()} error={files.status === 409 ? undefined : (files.error ?? rs.error)} />,
+    );
+  });
+  app.get('/backups/:name', async (c) => {
+    const res = await api(c).raw(`/v1/backups/${encodeURIComponent(c.req.param('name'))}`, { headers: { accept: 'application/octet-stream' } });
+    if (!res.ok) return res.status === 404 ? render(c, 404, <NotFoundPage v={c.var.view} what="This backup does not exist." />) : render(c, res.status as ContentfulStatusCode, <MessagePage v={c.var.view} title="Backup" message={`The backup cannot be downloaded (${res.status}).`} />);
+    const headers: Record<string, string> = { ...SECURITY_HEADERS };
+    for (const h of ['content-type', 'content-length', 'content-disposition']) {
+      const val = res.headers.get(h);
+      if (val) headers[h] = val;
+    }
+    return new Response(res.body, { status: 200, headers });
+  });
+
+  /** An API 404 becomes the friendly page; any other failure shows the API's words. */
+  const notFoundOr = (c: Ctx, res: ApiResult, what: string) =>
+    res.status === 404
+      ? render(c, 404, <NotFoundPage v={c.var.view} what={`This ${what.toLowerCase()} does not exist, or this token cannot see it.`} />)
+      : render(c, res.status as ContentfulStatusCode, <MessagePage v={c.var.view} title={what} message={res.error ?? `request failed (${res.status})`} />);
+
+  // Anything else: a page for people, JSON for the API and its clients.
+  app.get('*', async (c, next) => {
+    const path = c.req.path;
+    const wantsHtml = (c.req.header('accept') ?? '').includes('text/html');
+    if (path.startsWith('/v1/') || path === '/v1' || !wantsHtml) return c.json({ error: { code: 'not_found', message: 'no such route' } }, 404);
+    return identify(c, next);
+  }, (c) => render(c, 404, <NotFoundPage v={c.var.view} />));
 
   const afterRun = (c: Ctx, res: ApiResult, fallback: string) => {
     const runId = runIdOf(res.body);
@@ -308,6 +546,10 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
 }
 
 const SSE_KEEPALIVE_MS = 15_000;
+
+function clusterNames(res: ApiResult): Record<string, string> {
+  return Object.fromEntries((res.ok ? (res.body.clusters as Json[]) : []).map((x) => [String(x.id), String(x.name)]));
+}
 
 /**
  * Opens the stream with a comment so the headers go out at once (the server holds them until the

@@ -42,6 +42,8 @@ function success(answer: Answer): Record<string, unknown> {
       return { description: 'Text', content: { 'text/plain': { schema: { type: 'string' } } } };
     case 'yaml':
       return { description: 'YAML', content: { 'application/yaml': { schema: { type: 'string' } } } };
+    case 'file':
+      return { description: 'The file, as an attachment', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } };
     case 'state':
       return { description: 'The tofu state (JSON)', content: { 'application/json': { schema: { type: 'object' } } } };
     case 'empty':

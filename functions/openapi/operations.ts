@@ -15,7 +15,7 @@ import { eventsQuery, listQuery } from '../runs/routes.ts';
 import { upgradeBody } from '../upgrade/routes.ts';
 
 export type Auth = 'bearer' | 'basic' | 'signature' | 'none';
-export type Answer = 'json' | 'run' | 'events' | 'text' | 'yaml' | 'empty' | 'state';
+export type Answer = 'json' | 'run' | 'events' | 'text' | 'yaml' | 'empty' | 'state' | 'file';
 
 export interface Operation {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -80,6 +80,8 @@ export function operations(): Operation[] {
     op({ method: 'post', path: '/v1/clusters/:id/upgrade', tag: 'upgrade', summary: 'Queue a rolling Talos upgrade', auth: 'bearer', scope: 'write', body: upgradeBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/collect', tag: 'health', summary: 'Queue a health collect pass', auth: 'bearer', scope: 'write', body: collectBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/backups', tag: 'ops', summary: 'Queue a backup of the embedded database', auth: 'bearer', scope: 'admin', answer: 'run' }),
+    op({ method: 'get', path: '/v1/backups', tag: 'ops', summary: 'List the backup files, newest first', auth: 'bearer', scope: 'admin', answer: 'json' }),
+    op({ method: 'get', path: '/v1/backups/:name', tag: 'ops', summary: 'Download a backup file', auth: 'bearer', scope: 'admin', answer: 'file' }),
 
     op({ method: 'get', path: '/v1/runs', tag: 'runs', summary: 'List runs, newest first', auth: 'bearer', scope: 'read', query: listQuery, answer: 'json' }),
     op({ method: 'get', path: '/v1/runs/:id', tag: 'runs', summary: 'Show a run', auth: 'bearer', scope: 'read', answer: 'json' }),

@@ -57,6 +57,6 @@ export function csrfOf(html: string): string {
 
 /** The text of the page's error alert, if any. */
 export function alertOf(html: string): string | undefined {
-  const m = /<div class="alert" role="alert"><strong>Error:<\/strong> ([^<]*)<\/div>/.exec(html);
+  const m = /<div class="alert" role="alert"><strong>Error:<\/strong> ([^<]*)<\/div>/.exec(html) ?? /<p class="field-error"[^>]*role="alert">([^<]*)<\/p>/.exec(html);
   return m?.[1]?.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&').replace(/&lt;/g, '<').replace(/&gt;/g, '>');
 }

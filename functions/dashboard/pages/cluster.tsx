@@ -1,9 +1,8 @@
 import type { FC } from 'hono/jsx';
-import { raw } from 'hono/html';
 import type { Json } from '../api.ts';
-import type { ClusterHealthReport } from '../health-view.ts';
-import { ActionButton, Badge, Csrf, Field, Layout, Select, Time } from '../layout.tsx';
-import { renderSparkline } from '../sparkline.ts';
+import { formatValue } from '../chart.ts';
+import type { ClusterHealthReport, MachineHealth } from '../health-view.ts';
+import { ActionButton, Badge, Csrf, errorFor, Field, Layout, Select, Time } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 import { HealthBadge } from './clusters.tsx';
 import { RunsTable } from './runs-table.tsx';
@@ -40,13 +39,38 @@ export interface ClusterPageProps {
   /** The form that failed, so its values are kept: e.g. "machine", "upgrade". */
   failedForm?: string;
   values?: FormValues;
+  now: number;
 }
 
-export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, error, failedForm, values = {} }) => {
+const INLINE_FORMS = new Set(['upgrade', 'machine', 'edit', 'delete']);
+
+/** The API's message next to the form it belongs to. */
+export const FieldError: FC<{ show: boolean; error: string | undefined }> = ({ show, error }) =>
+  show && error ? (
+    <p class="field-error" role="alert">
+      {error}
+    </p>
+  ) : null;
+
+function usage(mh: MachineHealth | undefined): string {
+  const cpu = mh?.samples?.at(-1);
+  const mem = mh?.memory?.at(-1);
+  const parts: string[] = [];
+  if (cpu !== undefined) parts.push(mh?.samplesLabel === 'CPU' ? `CPU ${formatValue(cpu, 'ratio')}` : `load ${formatValue(cpu, 'plain')}`);
+  if (mem !== undefined) parts.push(`mem ${formatValue(mem, 'bytes')}`);
+  return parts.length ? parts.join(' · ') : 'charts';
+}
+
+export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, error, failedForm, values = {}, now }) => {
   const cid = encodeURIComponent(cluster.id);
   const keep = (form: string) => (failedForm === form ? values : {});
+  const problem = (form: string, fields: string[]) => (failedForm === form ? errorFor(error, fields) : undefined);
+  const machineErr = problem('machine', ['name', 'role', 'provider', 'address', 'installDisk']);
+  const upgradeErr = problem('upgrade', ['talosVersion', 'batchSize']);
+  const editErr = problem('edit', ['kubernetesVersion', 'endpoint']);
+  const at = (p: ReturnType<typeof errorFor>, field: string) => (p?.field === field ? p.message : undefined);
   return (
-    <Layout v={v} title={`Cluster ${cluster.name}`} section="clusters" error={error}>
+    <Layout v={v} title={`Cluster ${cluster.name}`} section="clusters" error={failedForm && INLINE_FORMS.has(failedForm) ? undefined : error}>
       <section aria-labelledby="facts-h">
         <h2 id="facts-h">Overview</h2>
         <dl class="facts">
@@ -55,6 +79,16 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
           <dt>Health</dt>
           <dd>
             <HealthBadge health={health.cluster} />
+            {(health.cluster.reasons?.length ?? 0) > 1 && (
+              <details>
+                <summary>All reasons</summary>
+                <ul class="reasons">
+                  {health.cluster.reasons!.map((r) => (
+                    <li>{r}</li>
+                  ))}
+                </ul>
+              </details>
+            )}
           </dd>
           <dt>Talos</dt>
           <dd>{String(cluster.talosVersion)}</dd>
@@ -76,14 +110,26 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
           <ActionButton v={v} action={`/clusters/${cid}/provision`} label="Apply" kind="secondary">
             <input type="hidden" name="mode" value="apply" />
           </ActionButton>
-          <ActionButton v={v} action={`/clusters/${cid}/bootstrap`} label="Bootstrap" kind="secondary" />
+          {!cluster.bootstrapped && <ActionButton v={v} action={`/clusters/${cid}/bootstrap`} label="Bootstrap" kind="secondary" id="bootstrap" />}
+          <ActionButton v={v} action={`/clusters/${cid}/destroy`} label="Plan destroy" kind="danger" />
         </div>
+        <p class="downloads">
+          <a href={href(v, `/clusters/${cid}/talosconfig`)} download>
+            Download talosconfig
+          </a>{' '}
+          ·{' '}
+          <a href={href(v, `/clusters/${cid}/kubeconfig`)} download>
+            Download kubeconfig
+          </a>
+        </p>
         <form method="post" action={href(v, `/clusters/${cid}/upgrade`)} class="card">
           <h3>Upgrade Talos</h3>
+          <p class="hint">The cluster runs {String(cluster.talosVersion)}.</p>
           <Csrf v={v} />
+          <FieldError show={!upgradeErr?.field} error={upgradeErr?.message} />
           <div class="fields">
-            <Field id="up-version" name="talosVersion" label="Talos version" placeholder="v1.13.9" value={keep('upgrade').talosVersion} required />
-            <Field id="up-batch" name="batchSize" label="Batch size" hint="optional" type="number" value={keep('upgrade').batchSize} />
+            <Field id="up-version" name="talosVersion" label="Talos version" placeholder={String(cluster.talosVersion)} value={keep('upgrade').talosVersion} error={at(upgradeErr, 'talosVersion')} required />
+            <Field id="up-batch" name="batchSize" label="Batch size" hint="optional" type="number" value={keep('upgrade').batchSize} error={at(upgradeErr, 'batchSize')} />
           </div>
           <button type="submit">Upgrade</button>
         </form>
@@ -94,7 +140,7 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
         {machines.length === 0 ? (
           <p class="notice">No machines yet.</p>
         ) : (
-          <div class="table-wrap">
+          <div class="table-wrap cards">
             <table>
               <thead>
                 <tr>
@@ -115,25 +161,27 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
                   const mid = encodeURIComponent(m.id);
                   return (
                     <tr>
-                      <td>
-                        {String(m.name)}
-                        <div class="hint mono">{String(m.id)}</div>
+                      <td data-label="Name">
+                        <a href={href(v, `/clusters/${cid}/machines/${mid}`)}>{String(m.name)}</a>
                       </td>
-                      <td>{String(m.role)}</td>
-                      <td>
+                      <td data-label="Role">{String(m.role)}</td>
+                      <td data-label="State">
                         <Badge state={String(m.state)} />
                       </td>
-                      <td>
+                      <td data-label="Health">
                         <Badge state={mh?.status ?? 'unknown'} id={`health-${m.id}`} />
                       </td>
-                      <td>{m.talosVersion ? String(m.talosVersion) : '—'}</td>
-                      <td class="mono">{m.address ? String(m.address) : '—'}</td>
-                      <td>{mh?.lastSeen ? <Time ms={mh.lastSeen} /> : 'never'}</td>
-                      <td>
-                        {raw(renderSparkline(mh?.samples ?? [], { label: `${m.name} ${mh?.samplesLabel ?? 'CPU'}`, width: 96, height: 24 }))}
-                        {raw(renderSparkline(mh?.memory ?? [], { label: `${m.name} memory`, width: 96, height: 24 }))}
+                      <td data-label="Talos">{m.talosVersion ? String(m.talosVersion) : '—'}</td>
+                      <td data-label="Address" class="mono">
+                        {m.address ? String(m.address) : '—'}
                       </td>
-                      <td>
+                      <td data-label="Last seen">{mh?.lastSeen ? <Time ms={mh.lastSeen} /> : 'never'}</td>
+                      <td data-label="CPU, memory">
+                        <a href={href(v, `/clusters/${cid}/machines/${mid}`)} class="usage">
+                          {usage(mh)}
+                        </a>
+                      </td>
+                      <td data-label="Config">
                         <details>
                           <summary>Push config</summary>
                           <form method="post" action={href(v, `/clusters/${cid}/machines/${mid}/push-config`)}>
@@ -160,20 +208,44 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
         <form method="post" action={href(v, `/clusters/${cid}/machines`)} class="card">
           <h3>Add a machine</h3>
           <Csrf v={v} />
+          <FieldError show={!machineErr?.field} error={machineErr?.message} />
           <div class="fields">
-            <Field id="m-name" name="name" label="Name" hint="a DNS label" value={keep('machine').name} required />
+            <Field id="m-name" name="name" label="Name" hint="a DNS label" value={keep('machine').name} error={at(machineErr, 'name')} required />
             <Select id="m-role" name="role" label="Role" options={ROLES} value={keep('machine').role} required />
             <Select id="m-provider" name="provider" label="Provider" options={PROVIDERS} value={keep('machine').provider} required />
-            <Field id="m-address" name="address" label="Address" hint="optional, IP or host[:port]" value={keep('machine').address} />
-            <Field id="m-disk" name="installDisk" label="Install disk" hint="optional" placeholder="/dev/sda" value={keep('machine').installDisk} />
+            <Field id="m-address" name="address" label="Address" hint="optional, IP or host[:port]" value={keep('machine').address} error={at(machineErr, 'address')} />
+            <Field id="m-disk" name="installDisk" label="Install disk" hint="optional" placeholder="/dev/sda" value={keep('machine').installDisk} error={at(machineErr, 'installDisk')} />
           </div>
           <button type="submit">Add machine</button>
         </form>
       </section>
 
+      <section aria-labelledby="edit-h">
+        <h2 id="edit-h">Settings</h2>
+        <form method="post" action={href(v, `/clusters/${cid}/edit`)} class="card" novalidate>
+          <h3>Edit cluster</h3>
+          <Csrf v={v} />
+          <FieldError show={!editErr?.field} error={editErr?.message} />
+          <div class="fields">
+            <Field id="ce-k8s" name="kubernetesVersion" label="Kubernetes version" value={failedForm === 'edit' ? values.kubernetesVersion : String(cluster.kubernetesVersion)} error={at(editErr, 'kubernetesVersion')} />
+            <Field id="ce-endpoint" name="endpoint" label="API endpoint" value={failedForm === 'edit' ? values.endpoint : String(cluster.endpoint)} error={at(editErr, 'endpoint')} />
+          </div>
+          <button type="submit">Save changes</button>
+        </form>
+        <form method="post" action={href(v, `/clusters/${cid}/delete`)} class="card danger-zone">
+          <h3>Delete cluster</h3>
+          <Csrf v={v} />
+          <FieldError show={failedForm === 'delete'} error={error} />
+          <p class="hint">Removes the cluster and its machines from RezusCloud. Destroy cloud machines first with "Plan destroy".</p>
+          <button type="submit" class="danger">
+            Delete {String(cluster.name)}
+          </button>
+        </form>
+      </section>
+
       <section aria-labelledby="runs-h">
         <h2 id="runs-h">Recent runs</h2>
-        <RunsTable v={v} runs={runs} showCluster={false} />
+        <RunsTable v={v} runs={runs} showCluster={false} now={now} />
       </section>
     </Layout>
   );

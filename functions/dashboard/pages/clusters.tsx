@@ -1,13 +1,13 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import type { ClusterHealth } from '../health-view.ts';
-import { Badge, Csrf, Field, Layout, Select } from '../layout.tsx';
+import { Badge, Csrf, errorFor, Field, Layout, Select } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 
 export const HealthBadge: FC<{ health: ClusterHealth | undefined }> = ({ health }) => (
-  <span title={health?.summary}>
+  <span class="health">
     <Badge state={health?.status ?? 'unknown'} />
-    {health?.summary && <span class="hint"> {health.summary}</span>}
+    {health?.summary && <span class="hint reason"> {health.summary}</span>}
   </span>
 );
 
@@ -20,14 +20,16 @@ export const ClustersPage: FC<{
   values?: FormValues;
 }> = ({ v, clusters, tenants, health, error, values = {} }) => {
   const tenantName = new Map(tenants.map((t) => [t.id, t.name]));
+  // A complaint about a field of the form stands next to that field.
+  const problem = values.name !== undefined ? errorFor(error, ['tenant', 'name', 'talosVersion', 'kubernetesVersion', 'endpoint']) : undefined;
+  const at = (f: string) => (problem?.field === f ? problem.message : undefined);
   return (
-    <Layout v={v} title="Clusters" section="clusters" error={error}>
-      <section aria-labelledby="clusters-h">
-        <h2 id="clusters-h">Clusters</h2>
+    <Layout v={v} title="Clusters" section="clusters" error={problem?.field ? undefined : error}>
+      <section aria-label="All clusters">
         {clusters.length === 0 ? (
           <p class="notice">No clusters yet.</p>
         ) : (
-          <div class="table-wrap">
+          <div class="table-wrap cards">
             <table>
               <thead>
                 <tr>
@@ -42,16 +44,16 @@ export const ClustersPage: FC<{
               <tbody>
                 {clusters.map((cl) => (
                   <tr>
-                    <td>
+                    <td data-label="Name">
                       <a href={href(v, `/clusters/${encodeURIComponent(cl.id)}`)}>{String(cl.name)}</a>
                     </td>
-                    <td>{String(tenantName.get(cl.tenant) ?? cl.tenant)}</td>
-                    <td>
+                    <td data-label="Tenant">{String(tenantName.get(cl.tenant) ?? cl.tenant)}</td>
+                    <td data-label="Health">
                       <HealthBadge health={health[cl.id]} />
                     </td>
-                    <td>{String(cl.talosVersion)}</td>
-                    <td>{String(cl.kubernetesVersion)}</td>
-                    <td class="mono">{String(cl.endpoint)}</td>
+                    <td data-label="Talos">{String(cl.talosVersion)}</td>
+                    <td data-label="Kubernetes">{String(cl.kubernetesVersion)}</td>
+                    <td data-label="Endpoint" class="mono">{String(cl.endpoint)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -77,10 +79,10 @@ export const ClustersPage: FC<{
                 required
                 options={tenants.map((t) => [String(t.id), String(t.name)])}
               />
-              <Field id="cl-name" name="name" label="Name" hint="a DNS label" value={values.name} required />
-              <Field id="cl-talos" name="talosVersion" label="Talos version" placeholder="v1.13.9" value={values.talosVersion} required />
-              <Field id="cl-k8s" name="kubernetesVersion" label="Kubernetes version" placeholder="1.36.3" value={values.kubernetesVersion} required />
-              <Field id="cl-endpoint" name="endpoint" label="API endpoint" placeholder="https://[2001:db8::1]:6443" value={values.endpoint} required />
+              <Field id="cl-name" name="name" label="Name" hint="a DNS label" value={values.name} error={at('name')} required />
+              <Field id="cl-talos" name="talosVersion" label="Talos version" placeholder="v1.13.9" value={values.talosVersion} error={at('talosVersion')} required />
+              <Field id="cl-k8s" name="kubernetesVersion" label="Kubernetes version" placeholder="1.36.3" value={values.kubernetesVersion} error={at('kubernetesVersion')} required />
+              <Field id="cl-endpoint" name="endpoint" label="API endpoint" placeholder="https://[2001:db8::1]:6443" value={values.endpoint} error={at('endpoint')} required />
             </div>
             <button type="submit">Create cluster</button>
           </form>
