@@ -7,6 +7,7 @@ import { createApp, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
 import { cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
+import { closeCollectAccessCache } from './jobs/collect/access-cache.ts';
 import { removeStaleRunFiles } from '../lib/tofu/index.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
@@ -101,6 +102,8 @@ export async function startHost(
         // Stop accepting first; in-flight requests (SSE followers) are cut when the worker is done.
         const closed = new Promise<void>((r) => server.close(() => r()));
         await worker.stop(config.shutdownGraceS * 1000);
+        // Channels the collect passes keep open to nodes between passes.
+        closeCollectAccessCache(deps);
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         await closed;
         database.close();

@@ -8,7 +8,7 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
 import { talosAddressOf } from '../../../functions/machine-config/access.ts';
-import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
+import { collectAccessCache, type CollectAccess } from './access-cache.ts';
 import { assessCluster, isFailed } from './assess.ts';
 import { createLimiter } from './limit.ts';
 import { applyRetention, type RetentionResult } from './retention.ts';
@@ -58,16 +58,18 @@ interface Target {
   read: NodeRead;
 }
 
-async function readTarget(access: ClusterAccess, m: MachineRow, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
-  let client;
+// The channel stays open for the next pass unless the read failed: a node that did not answer
+// (or refused us) is dialled afresh next time rather than left reconnecting in the background.
+async function readTarget(access: CollectAccess, m: MachineRow, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
+  const address = talosAddressOf(m)!;
+  let read: NodeRead;
   try {
-    client = await access.talosClient(talosAddressOf(m)!);
-    return await readNode(client, m.role, opts);
+    read = await readNode(await access.talosClient(address), m.role, opts);
   } catch (err) {
-    return { talos: { error: callError(err) }, hostname: null, partialError: null };
-  } finally {
-    client?.close();
+    read = { talos: { error: callError(err) }, hostname: null, partialError: null };
   }
+  if (isFailed(read.talos)) await access.discard(address).catch(() => {});
+  return read;
 }
 
 async function collectCluster(
@@ -92,9 +94,9 @@ async function collectCluster(
     return { ...base, rollup: { state: 'unknown', reasons: [why], kubernetesVersion: null, talosVersions: [], etcd: null }, kubeError: null, machines: [] };
   }
 
-  let access: ClusterAccess;
+  let access: CollectAccess;
   try {
-    access = await clusterAccess(deps, cluster);
+    access = collectAccessCache(deps).access(deps, cluster);
   } catch (err) {
     // No secrets, so no credentials: nothing can be read, and nothing is known.
     const error: CallError = { code: 'unauthenticated', message: `no cluster credentials: ${errorMessage(err)}` };
