@@ -106,10 +106,11 @@ export class CollectAccessCache {
 const caches = new WeakMap<object, CollectAccessCache>();
 
 /** The runner's cache, one per Deps (one per runner process; tests get their own with their harness). */
-export function collectAccessCache(deps: object): CollectAccessCache {
+export function collectAccessCache(deps: Pick<Deps, 'clock'>): CollectAccessCache {
   let cache = caches.get(deps);
   if (!cache) {
-    cache = new CollectAccessCache(new TalosChannelPool());
+    const now = (): number => deps.clock.now();
+    cache = new CollectAccessCache(new TalosChannelPool({ now }), now);
     caches.set(deps, cache);
   }
   return cache;
