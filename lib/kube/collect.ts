@@ -43,7 +43,7 @@ function withoutCredentials(server: string): string {
   }
 }
 
-async function openClient(kubeconfigYaml: string, signal: AbortSignal): Promise<Client> {
+async function openClient(kubeconfigYaml: string, signal: AbortSignal, shared?: https.Agent): Promise<Client> {
   const kc = new KubeConfig();
   try {
     kc.loadFromString(kubeconfigYaml);
@@ -57,10 +57,12 @@ async function openClient(kubeconfigYaml: string, signal: AbortSignal): Promise<
 
   const tls: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(tls);
-  // A proxy needs the library's own agent; otherwise one keep-alive agent serves the whole pass.
-  const ownsAgent = !cluster.proxyUrl;
-  const agent = ownsAgent
-    ? new https.Agent({
+  // A proxy needs the library's own agent; otherwise one keep-alive agent serves the whole pass
+  // (or the caller's, across passes).
+  const ourAgent = !cluster.proxyUrl;
+  const ownsAgent = ourAgent && !shared;
+  const agent = ourAgent
+    ? shared ?? new https.Agent({
         keepAlive: true,
         ca: tls.ca,
         cert: tls.cert,
@@ -76,7 +78,7 @@ async function openClient(kubeconfigYaml: string, signal: AbortSignal): Promise<
   const attach: ObservableMiddleware = {
     pre: (ctx: RequestContext) => {
       ctx.setSignal(signal);
-      if (ownsAgent) ctx.setAgent(agent);
+      if (ourAgent) ctx.setAgent(agent);
       return new Observable(Promise.resolve(ctx));
     },
     post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
@@ -209,7 +211,7 @@ export async function collectKubernetes(kubeconfigYaml: string, opts: CollectOpt
   const budget = startBudget(opts.deadlineMs, opts.signal);
   let client: Client | undefined;
   try {
-    client = await openClient(kubeconfigYaml, budget.signal);
+    client = await openClient(kubeconfigYaml, budget.signal, opts.agent);
     const c = client;
     const at = (path: string): string => `GET ${c.server}${path}`;
     const versionApi = c.kc.makeApiClient(VersionApi);

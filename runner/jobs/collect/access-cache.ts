@@ -4,15 +4,23 @@
 // sealed secrets (hence its CAs), its name or its Kubernetes endpoint change, or when it is older
 // than CREDENTIALS_TTL_MS; the channels of a replaced identity are closed at once.
 import { createHash } from 'node:crypto';
+import { Agent } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { createTalosClient, createTalosSecureContext, TalosChannelPool, type TalosApiClient } from '../../../lib/talos/api/index.ts';
-import { renderKubeconfig, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
+import { kubeAdminCredentials, renderKubeconfig, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow } from '../../../functions/inventory/load.ts';
 import { openClusterSecrets } from '../../../functions/machine-config/secrets.ts';
 
 /** The admin certificates are valid for a year; re-minting daily keeps them far from expiry. */
 export const CREDENTIALS_TTL_MS = 24 * 3_600_000;
+
+/** Kubernetes API connections idle this long are closed, like the Talos channels. */
+const KUBE_IDLE_MS = 5 * 60_000;
+
+const destroyAgent = (e: Entry): void => {
+  e.kubeAgent.then((a) => a.destroy(), () => {});
+};
 
 type AccessCluster = Pick<ClusterRow, 'id' | 'secretsSealed' | 'name' | 'endpoint'>;
 
@@ -23,6 +31,7 @@ interface Entry {
   mintedAt: number;
   talos: Promise<{ identity: string; creds: ClientCredentials; context: SecureContext }>;
   kubeconfig: Promise<string>;
+  kubeAgent: Promise<Agent>;
 }
 
 /** What a pass needs for one cluster: pooled Talos clients (never closed by the caller) and the kubeconfig. */
@@ -31,6 +40,8 @@ export interface CollectAccess {
   /** Drops the pooled channel to `address`, e.g. after a failed read, so the next pass dials afresh. */
   discard(address: string): Promise<void>;
   kubeconfig(): Promise<string>;
+  /** Keep-alive agent for the Kubernetes API, kept with the credentials (see CollectOptions.agent). */
+  kubeAgent(): Promise<Agent>;
 }
 
 /** Identity of an mTLS client: the CA it trusts and the certificate it presents. */
@@ -60,10 +71,12 @@ export class CollectAccessCache {
         this.channels.discard(address, (await talos()).identity);
       },
       kubeconfig: () => entry.kubeconfig,
+      kubeAgent: () => entry.kubeAgent,
     };
   }
 
   close(): void {
+    for (const e of this.entries.values()) destroyAgent(e);
     this.entries.clear();
     this.channels.close();
   }
@@ -76,6 +89,7 @@ export class CollectAccessCache {
       this.entries.delete(cluster.id);
       // Channels authenticated with the replaced certificate must not outlive it.
       cur.talos.then((t) => this.channels.invalidate(t.identity), () => {});
+      destroyAgent(cur);
     }
     // Throws (no secrets) before anything is cached, so the next pass tries again.
     const secrets = openClusterSecrets(deps, cluster);
@@ -91,6 +105,10 @@ export class CollectAccessCache {
       mintedAt: this.now(),
       talos,
       kubeconfig: renderKubeconfig({ clusterName: cluster.name, endpoint: cluster.endpoint, secrets }),
+      // Its own admin certificate (the kubeconfig's is not exposed): both are minted once a day at most.
+      kubeAgent: kubeAdminCredentials(secrets).then(
+        (c) => new Agent({ keepAlive: true, ca: c.caPem, cert: c.certPem, key: c.keyPem, timeout: KUBE_IDLE_MS }),
+      ),
     };
     // A failed mint is not kept: the next pass mints again.
     const forget = (): void => {
@@ -98,6 +116,7 @@ export class CollectAccessCache {
     };
     talos.catch(forget);
     entry.kubeconfig.catch(forget);
+    entry.kubeAgent.catch(forget);
     this.entries.set(cluster.id, entry);
     return entry;
   }

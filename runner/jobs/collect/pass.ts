@@ -106,7 +106,7 @@ async function collectCluster(
   const previous = previousCpuOf(deps, targets.map((m) => m.id));
   const kube = limit(async (): Promise<KubeSnapshot | Failed> => {
     try {
-      return await collectKubernetes(await access.kubeconfig(), { deadlineMs, ...(signal ? { signal } : {}) });
+      return await collectKubernetes(await access.kubeconfig(), { deadlineMs, agent: await access.kubeAgent(), ...(signal ? { signal } : {}) });
     } catch (err) {
       return kubeFailure(err);
     }
