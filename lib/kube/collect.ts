@@ -207,7 +207,17 @@ async function fetchMetrics(
  * Collects a KubeSnapshot. Rejects with KubeApiError when the API cannot be read (the first
  * failure in the order version, readyz, nodes, discovery); a missing metrics API is not an error.
  */
-export async function collectKubernetes(kubeconfigYaml: string, opts: CollectOptions): Promise<KubeSnapshot> {
+export async function collectKubernetes(
+  kubeconfigYaml: string,
+  opts: CollectOptions & {
+    /**
+     * A keep-alive agent carrying the kubeconfig's TLS client identity, kept by the caller across
+     * collections so a pass every minute reuses its connections; not destroyed here. Ignored when
+     * the kubeconfig names a proxy.
+     */
+    agent?: https.Agent;
+  },
+): Promise<KubeSnapshot> {
   const budget = startBudget(opts.deadlineMs, opts.signal);
   let client: Client | undefined;
   try {

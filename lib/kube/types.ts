@@ -48,10 +48,4 @@ export interface CollectOptions {
   deadlineMs: number;
   /** Aborts the collection early (reported as code 'deadline'). */
   signal?: AbortSignal;
-  /**
-   * A keep-alive agent carrying the kubeconfig's TLS client identity, kept by the caller across
-   * collections so a pass every minute reuses its connections; not destroyed here. Ignored when
-   * the kubeconfig names a proxy.
-   */
-  agent?: import('node:https').Agent;
 }
