@@ -9,6 +9,7 @@ import { createApp, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
 import { cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
+import { closeCollectAccessCache } from './jobs/collect/access-cache.ts';
 import { removeStaleRunFiles } from '../lib/tofu/index.ts';
 import { isTerminal } from '../lib/jobs/types.ts';
 import { removePartialBackups } from './jobs/backup/executor.ts';
@@ -114,6 +115,8 @@ export async function startHost(
         // resources would be missing from the stored state.
         await worker.stop(config.shutdownGraceS * 1000);
         const closed = new Promise<void>((r) => server.close(() => r()));
+        // Channels the collect passes keep open to nodes between passes.
+        closeCollectAccessCache(deps);
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         await closed;
         database.close();

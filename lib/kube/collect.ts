@@ -46,7 +46,7 @@ function withoutCredentials(server: string): string {
   }
 }
 
-async function openClient(kubeconfigYaml: string, signal: AbortSignal): Promise<Client> {
+async function openClient(kubeconfigYaml: string, signal: AbortSignal, shared?: https.Agent): Promise<Client> {
   const kc = new KubeConfig();
   try {
     kc.loadFromString(kubeconfigYaml);
@@ -60,10 +60,12 @@ async function openClient(kubeconfigYaml: string, signal: AbortSignal): Promise<
 
   const tls: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(tls);
-  // A proxy needs the library's own agent; otherwise one keep-alive agent serves the whole pass.
-  const ownsAgent = !cluster.proxyUrl;
-  const agent = ownsAgent
-    ? new https.Agent({
+  // A proxy needs the library's own agent; otherwise one keep-alive agent serves the whole pass
+  // (or the caller's, across passes).
+  const ourAgent = !cluster.proxyUrl;
+  const ownsAgent = ourAgent && !shared;
+  const agent = ourAgent
+    ? shared ?? new https.Agent({
         keepAlive: true,
         ca: tls.ca,
         cert: tls.cert,
@@ -79,7 +81,7 @@ async function openClient(kubeconfigYaml: string, signal: AbortSignal): Promise<
   const attach: ObservableMiddleware = {
     pre: (ctx: RequestContext) => {
       ctx.setSignal(signal);
-      if (ownsAgent) ctx.setAgent(agent);
+      if (ourAgent) ctx.setAgent(agent);
       return new Observable(Promise.resolve(ctx));
     },
     post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
@@ -198,11 +200,21 @@ async function fetchMetrics(
  * Collects a KubeSnapshot. Rejects with KubeApiError when the API cannot be read (the first
  * failure in the order version, readyz, nodes, discovery); a missing metrics API is not an error.
  */
-export async function collectKubernetes(kubeconfigYaml: string, opts: CollectOptions): Promise<KubeSnapshot> {
+export async function collectKubernetes(
+  kubeconfigYaml: string,
+  opts: CollectOptions & {
+    /**
+     * A keep-alive agent carrying the kubeconfig's TLS client identity, kept by the caller across
+     * collections so a pass every minute reuses its connections; not destroyed here. Ignored when
+     * the kubeconfig names a proxy.
+     */
+    agent?: https.Agent;
+  },
+): Promise<KubeSnapshot> {
   const budget = startBudget(opts.deadlineMs, opts.signal);
   let client: Client | undefined;
   try {
-    client = await openClient(kubeconfigYaml, budget.signal);
+    client = await openClient(kubeconfigYaml, budget.signal, opts.agent);
     const c = client;
     const at = (path: string): string => `GET ${c.server}${path}`;
     const versionApi = c.kc.makeApiClient(VersionApi);

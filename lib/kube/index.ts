@@ -1,5 +1,5 @@
 import type * as KubeCollect from './collect.ts';
-import type { CollectOptions, KubeSnapshot } from './types.ts';
+import type { KubeSnapshot } from './types.ts';
 
 export { parseReadyzFailing } from './readyz.ts';
 export { KubeApiError, type KubeErrorCode } from './errors.ts';
@@ -18,7 +18,7 @@ export function loadKubernetesClient(): Promise<typeof KubeCollect> {
   return (loading ??= import('./collect.ts'));
 }
 
-export async function collectKubernetes(kubeconfigYaml: string, opts: CollectOptions): Promise<KubeSnapshot> {
+export async function collectKubernetes(kubeconfigYaml: string, opts: Parameters<typeof KubeCollect.collectKubernetes>[1]): Promise<KubeSnapshot> {
   const { collectKubernetes: collect } = await loadKubernetesClient();
   return collect(kubeconfigYaml, opts);
 }

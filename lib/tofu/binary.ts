@@ -59,7 +59,24 @@ export async function resolveTofuBinary(opts: ResolveOptions): Promise<TofuBinar
     file = (await findOnPath('tofu', opts.env.PATH)) ?? (await findOnPath('terraform', opts.env.PATH));
     if (!file) throw new TofuBinaryNotFoundError('neither `tofu` nor `terraform` is on PATH');
   }
-  return { path: file, ...(await probeVersion(file, opts)) };
+  return { path: file, ...(await cachedVersion(file, opts)) };
+}
+
+// `version -json` starts the binary (tens of milliseconds, more on a small box) on every run;
+// the answer only changes when the file does.
+const versions = new Map<string, Promise<{ flavor: TofuFlavor; version: string }>>();
+
+async function cachedVersion(file: string, opts: Pick<ResolveOptions, 'timeoutMs' | 'signal'>): Promise<{ flavor: TofuFlavor; version: string }> {
+  const st = await stat(file);
+  const key = `${file}\0${st.mtimeMs}\0${st.size}\0${st.ino}`;
+  let probe = versions.get(key);
+  if (!probe) {
+    probe = probeVersion(file, opts);
+    versions.set(key, probe);
+    // A failed probe (timeout, cancel) is asked again next time.
+    probe.catch(() => versions.delete(key));
+  }
+  return probe;
 }
 
 export async function probeVersion(

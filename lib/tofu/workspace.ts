@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { cp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { backendBlock, backendConfigArgs, backendEnv, backendSecrets } from './backend.ts';
@@ -109,6 +109,42 @@ export class TofuCommandError extends Error {
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const KEEP_IN_WORKDIR = new Set(['.terraform', '.terraform.lock.hcl']);
 export const BACKEND_FILE = '_backend.tf';
+
+const INIT_STAMP = 'rezus-init.sha256';
+
+async function filesUnder(dir: string, rel = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(path.join(dir, rel), { withFileTypes: true })) {
+    const p = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) {
+      if (!KEEP_IN_WORKDIR.has(e.name)) out.push(...(await filesUnder(dir, p)));
+    } else if (!KEEP_IN_WORKDIR.has(e.name)) {
+      out.push(p);
+    }
+  }
+  return out;
+}
+
+/**
+ * What `init` depends on in a synced work dir: the binary, the backend settings (the password is
+ * not among them: it reaches tofu through the environment on every command), every module file
+ * and the lock file.
+ */
+async function initStamp(dir: string, binary: string, backend: TofuBackend): Promise<string> {
+  const hash = createHash('sha256');
+  const field = (s: string | Buffer): void => {
+    hash.update(String(s.length)).update(':').update(s);
+  };
+  field(binary);
+  field(backend.kind);
+  for (const a of backendConfigArgs(backend)) field(a);
+  for (const f of (await filesUnder(dir)).sort()) {
+    field(f);
+    field(await readFile(path.join(dir, f)));
+  }
+  field(await readFile(path.join(dir, '.terraform.lock.hcl')).catch(() => Buffer.alloc(0)));
+  return hash.digest('hex');
+}
 
 export function moduleDirFor(modulesRoot: string, provider: string): string {
   if (!ID.test(provider)) throw new Error(`invalid provider name ${JSON.stringify(provider)}`);
@@ -227,9 +263,23 @@ export class TofuWorkspace {
     return new Redactor(this.secrets);
   }
 
-  async init(hooks: CommandHooks = {}): Promise<void> {
+  /**
+   * `init`, skipped when the work dir was initialised by the same binary for the same backend
+   * settings, module files and lock file (a stamp in `.terraform` records them): re-initialising
+   * an unchanged work dir costs a tofu start-up and a backend round trip, for nothing.
+   * Returns whether init ran.
+   */
+  async init(hooks: CommandHooks = {}): Promise<boolean> {
     await this.sync();
+    const stampFile = path.join(this.dir, '.terraform', INIT_STAMP);
+    const before = await initStamp(this.dir, this.opts.binary, this.opts.backend);
+    if ((await readFile(stampFile, 'utf8').catch(() => null)) === before) return false;
+    // A failed or interrupted init must not leave a stamp that claims success.
+    await rm(stampFile, { force: true });
     await this.exec('init', ['-reconfigure', ...backendConfigArgs(this.opts.backend)], hooks);
+    // init may have written the lock file, which is part of the stamp.
+    await writeFile(stampFile, await initStamp(this.dir, this.opts.binary, this.opts.backend), { mode: 0o600 });
+    return true;
   }
 
   async plan(o: CommandHooks & { varFile: string; destroy?: boolean; outFile?: string }): Promise<PlanResult> {

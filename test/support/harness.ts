@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { closeCollectAccessCache } from '../../runner/jobs/collect/access-cache.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -94,6 +95,7 @@ export async function createHarness(
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async close() {
+      closeCollectAccessCache(deps);
       database.close();
       await rm(dir, { recursive: true, force: true });
     },

@@ -3,3 +3,4 @@ export { TalosApiClient, createTalosClient, createTalosSecureContext, DEFAULT_UN
 export { TalosApiError, isTalosApiError, isUnimplemented, type TalosApiErrorCode } from './errors.ts';
 export { parseFingerprint, talosFingerprint, InvalidFingerprintError } from './fingerprint.ts';
 export type * from './types.ts';
+export { TalosChannelPool, type TalosChannelPoolOptions } from './channel-pool.ts';

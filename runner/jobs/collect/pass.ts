@@ -8,11 +8,11 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
 import { talosAddressOf } from '../../../functions/machine-config/access.ts';
-import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
+import { collectAccessCache, type CollectAccess } from './access-cache.ts';
 import { assessCluster, isFailed } from './assess.ts';
 import { createLimiter } from './limit.ts';
 import { applyRetention, type RetentionResult } from './retention.ts';
-import { previousCpuOf, storeClusterOutcome, type ClusterOutcome, type MachineOutcome, type SkippedMachine } from './store.ts';
+import { previousCpuOf, storePassOutcomes, type ClusterOutcome, type MachineOutcome, type SkippedMachine } from './store.ts';
 import { callError, readNode, type NodeRead } from './talos-read.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { CallError, Failed, HealthState, MachineInput, TalosCpuStat } from '../../../functions/collect/types.ts';
@@ -58,16 +58,18 @@ interface Target {
   read: NodeRead;
 }
 
-async function readTarget(access: ClusterAccess, m: MachineRow, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
-  let client;
+// The channel stays open for the next pass unless the read failed: a node that did not answer
+// (or refused us) is dialled afresh next time rather than left reconnecting in the background.
+async function readTarget(access: CollectAccess, m: MachineRow, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
+  const address = talosAddressOf(m)!;
+  let read: NodeRead;
   try {
-    client = await access.talosClient(talosAddressOf(m)!);
-    return await readNode(client, m.role, opts);
+    read = await readNode(await access.talosClient(address), m.role, opts);
   } catch (err) {
-    return { talos: { error: callError(err) }, hostname: null, partialError: null };
-  } finally {
-    client?.close();
+    read = { talos: { error: callError(err) }, hostname: null, partialError: null };
   }
+  if (isFailed(read.talos)) await access.discard(address).catch(() => {});
+  return read;
 }
 
 async function collectCluster(
@@ -77,6 +79,7 @@ async function collectCluster(
   limit: ReturnType<typeof createLimiter>,
   at: number,
   signal: AbortSignal | undefined,
+  previous: Map<string, TalosCpuStat>,
 ): Promise<ClusterOutcome> {
   const deadlineMs = deps.settings.collectDeadlineMs;
   const skipped: SkippedMachine[] = [];
@@ -92,25 +95,24 @@ async function collectCluster(
     return { ...base, rollup: { state: 'unknown', reasons: [why], kubernetesVersion: null, talosVersions: [], etcd: null }, kubeError: null, machines: [] };
   }
 
-  let access: ClusterAccess;
+  let access: CollectAccess;
   try {
-    access = await clusterAccess(deps, cluster);
+    access = collectAccessCache(deps).access(deps, cluster);
   } catch (err) {
     // No secrets, so no credentials: nothing can be read, and nothing is known.
     const error: CallError = { code: 'unauthenticated', message: `no cluster credentials: ${errorMessage(err)}` };
-    return finish(cluster, base, targets.map((machine) => ({ machine, read: { talos: { error }, hostname: null, partialError: null } })), { error }, new Map());
+    return finish(cluster, base, targets.map((machine) => ({ machine, read: { talos: { error }, hostname: null, partialError: null } })), { error }, previous);
   }
   const opts = { deadlineMs, ...(signal ? { signal } : {}) };
-  const previous = previousCpuOf(deps, targets.map((m) => m.id));
   const kube = limit(async (): Promise<KubeSnapshot | Failed> => {
     try {
-      return await collectKubernetes(await access.kubeconfig(), { deadlineMs, ...(signal ? { signal } : {}) });
+      return await collectKubernetes(await access.kubeconfig(), { deadlineMs, agent: await access.kubeAgent(), ...(signal ? { signal } : {}) });
     } catch (err) {
       return kubeFailure(err);
     }
   });
   const reads = targets.map((machine) => limit(async (): Promise<Target> => ({ machine, read: await readTarget(access, machine, opts) })));
-  return finish(cluster, base, await Promise.all(reads), await kube, await previous);
+  return finish(cluster, base, await Promise.all(reads), await kube, previous);
 }
 
 function finish(
@@ -171,30 +173,30 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   let machineCount = 0;
   // Before any call starts its deadline: loading the client stalls the event loop.
   if (list.length) await loadKubernetesClient();
-  await Promise.all(
-    list.map(async (cluster) => {
-      const outcome = await collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limit, at, opts.signal);
-      try {
-        await storeClusterOutcome(deps, outcome);
-      } catch (err) {
-        // Typically the cluster's machines changed under the pass (one was deleted): the next pass catches up.
-        deps.log.warn('collect: storing cluster results failed', { cluster: cluster.id, error: errorMessage(err) });
-        await emit({ level: 'warn', type: 'collect.store_failed', message: `cluster ${cluster.name}: results not stored`, data: { cluster: cluster.id } });
-        return;
-      }
-      for (const m of outcome.machines) {
-        states[m.assessment.state]++;
-        if (m.reached) reached++;
-      }
-      machineCount += outcome.machines.length;
-      await emit({
-        level: outcome.rollup.state === 'healthy' || outcome.rollup.state === 'unknown' ? 'info' : 'warn',
-        type: 'collect.cluster',
-        message: `cluster ${cluster.name}: ${outcome.rollup.state}${outcome.rollup.reasons.length ? ` (${outcome.rollup.reasons.length} reason${outcome.rollup.reasons.length === 1 ? '' : 's'})` : ''}`,
-        data: { cluster: cluster.id, state: outcome.rollup.state, machines: outcome.machines.length },
-      });
-    }),
-  );
+  // Every node's CPU counters of the pass before, in one query: the utilisation is their delta.
+  const previous = await previousCpuOf(deps, rows.filter((m) => !skipReason(m)).map((m) => m.id));
+  const outcomes = await Promise.all(list.map((cluster) => collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limit, at, opts.signal, previous)));
+  const failed = await storePassOutcomes(deps, outcomes);
+  for (const [i, outcome] of outcomes.entries()) {
+    const cluster = list[i]!;
+    if (failed.has(cluster.id)) {
+      // Typically the cluster's machines changed under the pass (one was deleted): the next pass catches up.
+      deps.log.warn('collect: storing cluster results failed', { cluster: cluster.id, error: errorMessage(failed.get(cluster.id)) });
+      await emit({ level: 'warn', type: 'collect.store_failed', message: `cluster ${cluster.name}: results not stored`, data: { cluster: cluster.id } });
+      continue;
+    }
+    for (const m of outcome.machines) {
+      states[m.assessment.state]++;
+      if (m.reached) reached++;
+    }
+    machineCount += outcome.machines.length;
+    await emit({
+      level: outcome.rollup.state === 'healthy' || outcome.rollup.state === 'unknown' ? 'info' : 'warn',
+      type: 'collect.cluster',
+      message: `cluster ${cluster.name}: ${outcome.rollup.state}${outcome.rollup.reasons.length ? ` (${outcome.rollup.reasons.length} reason${outcome.rollup.reasons.length === 1 ? '' : 's'})` : ''}`,
+      data: { cluster: cluster.id, state: outcome.rollup.state, machines: outcome.machines.length },
+    });
+  }
   opts.signal?.throwIfAborted();
   const retention = await applyRetention(deps, at);
   return { clusters: list.length, machines: machineCount, reached, states, durationMs: Math.round(performance.now() - started), retention };

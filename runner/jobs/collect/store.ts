@@ -1,6 +1,8 @@
-// Writes one cluster's pass results: samples, each machine's latest state, the cluster rollup and
-// the Talos version the node reported. One batch, so a reader never sees half a pass.
-import { eq, inArray, sql } from 'drizzle-orm';
+// Writes a pass's results: samples, each machine's latest state, each cluster's rollup and the
+// Talos version each node reported. One batch (one transaction) for the whole pass, so a reader
+// never sees half a pass and the database commits once a pass, not once per cluster.
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { BatchItem } from 'drizzle-orm/batch';
 import { clusterHealth, healthSamples, machineHealth, machines } from '../../../db/schema/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterAssessment, HealthState, MachineAssessment, TalosCpuStat } from '../../../functions/collect/types.ts';
@@ -32,7 +34,9 @@ const SAMPLE_ROWS_PER_INSERT = 500;
 
 const excluded = (column: string) => sql.raw(`excluded.${column}`);
 
-export async function storeClusterOutcome(deps: Pick<Deps, 'db'>, o: ClusterOutcome): Promise<void> {
+type Statement = BatchItem<'sqlite'>;
+
+function clusterStatements(deps: Pick<Deps, 'db'>, o: ClusterOutcome): Statement[] {
   const { db } = deps;
   const samples = o.machines.flatMap((m) => m.assessment.samples.map((s) => ({ machineId: m.assessment.id, metric: s.metric, ts: o.at, value: s.value })));
   const sampleInserts = [];
@@ -106,16 +110,14 @@ export async function storeClusterOutcome(deps: Pick<Deps, 'db'>, o: ClusterOutc
     etcd: o.rollup.etcd,
     kubeError: o.kubeError,
   };
-  const versionUpdates = o.machines
-    .filter((m) => m.assessment.talosVersion)
-    .map((m) =>
-      db
-        .update(machines)
-        .set({ talosVersion: m.assessment.talosVersion })
-        .where(sql`${machines.id} = ${m.assessment.id} AND ${machines.talosVersion} IS NOT ${m.assessment.talosVersion}`),
-    );
+  // One statement per cluster: the health upsert above just stored each reached node's version.
+  const versioned = o.machines.filter((m) => m.assessment.talosVersion).map((m) => m.assessment.id);
+  const reported = sql`(SELECT ${machineHealth.talosVersion} FROM ${machineHealth} WHERE ${machineHealth.machineId} = ${machines.id})`;
+  const versionUpdate = versioned.length
+    ? [db.update(machines).set({ talosVersion: reported }).where(and(inArray(machines.id, versioned), sql`${machines.talosVersion} IS NOT ${reported}`))]
+    : [];
 
-  await db.batch([
+  return [
     db.insert(clusterHealth).values(rollup).onConflictDoUpdate({
       target: clusterHealth.clusterId,
       set: {
@@ -130,8 +132,37 @@ export async function storeClusterOutcome(deps: Pick<Deps, 'db'>, o: ClusterOutc
     }),
     ...healthUpsert,
     ...sampleInserts,
-    ...versionUpdates,
-  ]);
+    ...versionUpdate,
+  ];
+}
+
+const runBatch = (deps: Pick<Deps, 'db'>, items: Statement[]) => deps.db.batch(items as [Statement, ...Statement[]]);
+
+export async function storeClusterOutcome(deps: Pick<Deps, 'db'>, o: ClusterOutcome): Promise<void> {
+  await runBatch(deps, clusterStatements(deps, o));
+}
+
+/**
+ * Stores every cluster's outcome in one batch. If that fails (typically a machine deleted under
+ * the pass), each cluster is stored on its own so only the clusters that cannot be stored are
+ * lost; returns their ids with the error.
+ */
+export async function storePassOutcomes(deps: Pick<Deps, 'db'>, outcomes: ClusterOutcome[]): Promise<Map<string, unknown>> {
+  const failed = new Map<string, unknown>();
+  if (outcomes.length === 0) return failed;
+  try {
+    await runBatch(deps, outcomes.flatMap((o) => clusterStatements(deps, o)));
+    return failed;
+  } catch {
+    for (const o of outcomes) {
+      try {
+        await storeClusterOutcome(deps, o);
+      } catch (err) {
+        failed.set(o.clusterId, err);
+      }
+    }
+    return failed;
+  }
 }
 
 export async function previousCpuOf(deps: Pick<Deps, 'db'>, machineIds: string[]): Promise<Map<string, TalosCpuStat>> {

@@ -80,7 +80,7 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
   const files = await ws.createRunFiles(vars);
   try {
     await emit({ type: 'provision.init', message: `tofu init (${binary.flavor} ${binary.version})`, data: { providers } });
-    await ws.init(hooks);
+    if (!(await ws.init(hooks))) await emit({ type: 'provision.init_reused', message: 'work dir already initialised for these modules and this backend: init skipped' });
 
     if (params.planRun) return await applySaved(params.planRun);
 

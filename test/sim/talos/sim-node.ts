@@ -182,6 +182,11 @@ export class SimTalosNode {
     return this.host.includes(':') ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`;
   }
 
+  /** TCP connections open at the node now (a pooled client keeps one between passes). */
+  get openConnections(): number {
+    return this.sockets.size;
+  }
+
   get maintenanceFingerprint(): string {
     return this.maintenanceCert.fingerprint;
   }
