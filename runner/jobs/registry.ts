@@ -5,7 +5,8 @@ import { backupJob } from '../../functions/backup/job.ts';
 import { collectJob, scheduledCollect } from '../../functions/collect/job.ts';
 import type { Deps } from '../../functions/context.ts';
 import { provisionJob } from '../../functions/provision/job.ts';
-import { bootstrapJob, pushConfigJob } from '../../functions/push-config/job.ts';
+import { bootstrapJob, pushClusterJob, pushConfigJob } from '../../functions/push-config/job.ts';
+import { pushClusterExecutor } from './push-config/cluster.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
 import { upgradeJob } from '../../functions/upgrade/job.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
@@ -47,6 +48,7 @@ export function executors(): AppExecutors {
     bind(collectJob, collectExecutor),
     bind(pushConfigJob, pushConfigExecutor),
     bind(bootstrapJob, bootstrapExecutor),
+    bind(pushClusterJob, pushClusterExecutor),
     bind(upgradeJob, upgradeExecutor),
   ]);
 }
