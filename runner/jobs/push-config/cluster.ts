@@ -1,6 +1,7 @@
 // A whole bare-metal cluster pushed in one run: every machine goes through the single-machine
 // push (same channel rules, same waits), concurrently up to a bound. One machine's failure is its
 // own: the others carry on, and the run fails at the end naming the machines that did not make it.
+import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
@@ -9,7 +10,8 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { PushClusterParams } from '../../../functions/push-config/job.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { errorMessage } from '../../../lib/errors.ts';
-import { pushConfigExecutor, type PushConfigResult } from './executor.ts';
+import { pushMachine, type PushConfigResult } from './executor.ts';
+import { clusterAccess } from '../cluster-access.ts';
 import { bootstrapExecutor } from './bootstrap.ts';
 
 export type MachinePushOutcome = { machine: string; name: string } & ({ ok: true; result: PushConfigResult } | { ok: false; error: string });
@@ -31,6 +33,8 @@ function forMachine(ctx: RunContext<Deps>, id: string, name: string): RunContext
 
 export const pushClusterExecutor: JobExecutor<Deps, PushClusterParams> = async (ctx, p) => {
   const { run, deps, emit, signal } = ctx;
+  // Every concurrent push's Talos calls listen on the run's signal.
+  setMaxListeners(0, signal);
   const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
   if (!cluster) throw new RunError('cluster no longer exists');
   const rows = new Map((await deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id))).map((m) => [m.id, m]));
@@ -41,6 +45,7 @@ export const pushClusterExecutor: JobExecutor<Deps, PushClusterParams> = async (
     data: { machines: [...names.values()], concurrency: p.concurrency },
   });
 
+  const access = await clusterAccess(deps, cluster);
   let bootstrapped: string | null = null;
   let bootstrapError: string | null = null;
   const limit = pLimit(p.concurrency);
@@ -51,7 +56,8 @@ export const pushClusterExecutor: JobExecutor<Deps, PushClusterParams> = async (
         if (signal.aborted) return { machine: m.id, name, ok: false, error: 'not pushed: the run was stopped' };
         const mctx = forMachine(ctx, m.id, name);
         try {
-          const result = (await pushConfigExecutor(mctx, { machine: m.id, insecure: m.insecure, mode: 'auto', dryRun: false, ...(m.certFingerprint ? { certFingerprint: m.certFingerprint } : {}) })) as PushConfigResult;
+          const params = { machine: m.id, insecure: m.insecure, mode: 'auto' as const, dryRun: false, ...(m.certFingerprint ? { certFingerprint: m.certFingerprint } : {}) };
+          const result = await pushMachine(mctx, params, access);
           if (p.bootstrap === m.id) {
             try {
               await bootstrapExecutor(mctx, { machine: m.id });
