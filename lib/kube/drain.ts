@@ -181,12 +181,14 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
   await setUnschedulable(w, node, true, opts.signal);
   const pods = await podsOnNode(w, node, opts.signal);
   for (const s of pods.skipped) await opts.onEvent?.({ type: 'skip', pod: s, message: s.why });
-  const waitOrTimeout = async (): Promise<boolean> => {
+  const waitOrTimeout = async (ms = opts.retryMs): Promise<boolean> => {
     const left = deadline - performance.now();
     if (left <= 0) return false;
-    await sleep(Math.min(opts.retryMs, left), undefined, opts.signal ? { signal: opts.signal } : {});
+    await sleep(Math.min(ms, left), undefined, opts.signal ? { signal: opts.signal } : {});
     return true;
   };
+  // Terminating pods are watched more closely than refused evictions are retried: the reboot waits on them.
+  const goneCheckMs = Math.min(opts.retryMs, 100);
 
   const reasons = new Map<string, string>();
   const evictOne = async (pod: PodRef): Promise<void> => {
@@ -211,7 +213,7 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
       for (const p of pods.evict) await opts.onEvent?.({ type: 'gone', pod: p });
       return { evicted: pods.evict, skipped: pods.skipped };
     }
-    if (!(await waitOrTimeout())) {
+    if (!(await waitOrTimeout(goneCheckMs))) {
       const remaining = still.map((p) => ({ ...p, reason: reasons.get(refName(p)) ?? 'still terminating' }));
       const text = remaining.map((p) => `${refName(p)} (${p.reason})`).join(', ');
       throw new DrainTimeoutError(`drain of ${node} did not finish within ${Math.round(opts.timeoutMs / 1000)}s: ${text}`, remaining);
