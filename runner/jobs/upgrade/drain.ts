@@ -5,8 +5,17 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import { DrainTimeoutError, drainNode, openKubeWriter, setUnschedulable, type KubeWriter } from '../../../lib/kube/drain.ts';
 import type { TalosApiClient } from '../../../lib/talos/api/index.ts';
 import { errorMessage } from '../../../lib/errors.ts';
+import type { UpgradeTimings } from '../../../functions/settings.ts';
+import type { ClusterAccess } from '../cluster-access.ts';
 import type { GateMachine } from './health.ts';
-import type { NodeContext } from './node.ts';
+
+/** The part of a node's upgrade context these steps use (node.ts's NodeContext satisfies it). */
+interface NodeContext {
+  access: ClusterAccess;
+  params: { drainTimeoutMs?: number | undefined };
+  timings: UpgradeTimings;
+  hard: AbortSignal;
+}
 
 /** kubectl drain's and talosctl's default. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 5 * 60_000;
