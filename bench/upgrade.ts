@@ -1,7 +1,9 @@
 /**
  * Rolling-upgrade wall time against its floor. 3 control planes + 30 workers, every sim reboot
- * takes 2 s; batch sizes 1 and 5. Floor: one reboot per step (3 CP steps + ceil(30/batch) worker
- * steps) × 2 s. Everything above it is RezusCloud's own cost: API calls, polls, health gates.
+ * takes 2 s, and every node is drained first: two pods per node, each taking 300 ms to terminate
+ * once evicted (simulated eviction latency). Batch sizes 1 and 5. Floor: one drain and one reboot
+ * per step (3 CP steps + ceil(30/batch) worker steps) × (0.3 s + 2 s). Everything above it is
+ * RezusCloud's own cost: API calls, evictions, polls, health gates.
  * Usage: npx tsx bench/upgrade.ts
  */
 import { upgradeJob } from '../functions/upgrade/job.ts';
@@ -15,6 +17,7 @@ const CONTROL_PLANES = 3;
 const WORKERS = 30;
 const REBOOT_MS = 2_000;
 const POLL_MS = 200;
+const EVICTION_MS = 300;
 
 async function once(batchSize: number): Promise<{ wallMs: number; floorMs: number; state: string }> {
   const h = await createHarness({
@@ -23,6 +26,12 @@ async function once(batchSize: number): Promise<{ wallMs: number; floorMs: numbe
     },
   });
   const cluster = await startUpgradeCluster(h, { talosVersion: 'v1.13.2', machines: fleet(CONTROL_PLANES, WORKERS), rebootMs: REBOOT_MS });
+  cluster.kube.setEvictionLatency(EVICTION_MS);
+  for (const name of cluster.sims.keys()) {
+    cluster.kube.setPod({ namespace: 'apps', name: `web-${name}`, nodeName: name, labels: { app: 'web' }, ownerKind: 'ReplicaSet' });
+    cluster.kube.setPod({ namespace: 'apps', name: `cache-${name}`, nodeName: name, ownerKind: 'StatefulSet', emptyDir: true });
+    cluster.kube.setPod({ namespace: 'kube-system', name: `proxy-${name}`, nodeName: name, ownerKind: 'DaemonSet' });
+  }
   const worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'bench', leaseMs: 30_000, concurrency: 1, pollMs: 20 });
   try {
     worker.start();
@@ -36,7 +45,7 @@ async function once(batchSize: number): Promise<{ wallMs: number; floorMs: numbe
     }
     const wallMs = performance.now() - t0;
     if (run?.state !== 'succeeded') throw new Error(`run ${run?.state}: ${run?.error}`);
-    const floorMs = (CONTROL_PLANES + Math.ceil(WORKERS / batchSize)) * REBOOT_MS;
+    const floorMs = (CONTROL_PLANES + Math.ceil(WORKERS / batchSize)) * (REBOOT_MS + EVICTION_MS);
     return { wallMs, floorMs, state: run.state };
   } finally {
     await worker.stop(0);
@@ -45,7 +54,7 @@ async function once(batchSize: number): Promise<{ wallMs: number; floorMs: numbe
   }
 }
 
-console.log(`fleet: ${CONTROL_PLANES} control planes + ${WORKERS} workers, sim reboot ${REBOOT_MS} ms, poll ${POLL_MS} ms`);
+console.log(`fleet: ${CONTROL_PLANES} control planes + ${WORKERS} workers, sim reboot ${REBOOT_MS} ms, eviction ${EVICTION_MS} ms, poll ${POLL_MS} ms; every node drained`);
 for (const batch of [1, 5]) {
   const r = await once(batch);
   const steps = CONTROL_PLANES + Math.ceil(WORKERS / batch);

@@ -1,3 +1,4 @@
+import { etcdSnapshotRoutes } from './etcd/routes.ts';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
@@ -91,6 +92,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/collect', collectRoutes());
   v1.route('/clusters', pushConfigRoutes());
   v1.route('/clusters', upgradeRoutes());
+  v1.route('/clusters', etcdSnapshotRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/runs', approveRoutes());
   v1.route('/audit', auditRoutes());

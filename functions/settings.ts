@@ -38,6 +38,10 @@ export interface Settings {
   trustIngress?: boolean;
   /** Talos push-config and bootstrap timings; absent fields take the defaults in runner/jobs/push-config/timings.ts. */
   pushConfig?: Partial<PushTimings>;
+  /** Cron pattern of scheduled etcd snapshots (every bootstrapped cluster); absent: none scheduled. */
+  etcdSnapshotCron?: string;
+  /** etcd snapshots kept per cluster (default 7). */
+  etcdSnapshotKeep?: number;
 }
 
 export interface PushTimings {

@@ -11,6 +11,9 @@ export interface RunnerConfig {
   adminToken?: string;
   masterKey?: string;
   collectCron: string;
+  /** Cron pattern of scheduled etcd snapshots; empty: none. */
+  etcdSnapshotCron: string;
+  etcdSnapshotKeep: number;
   shutdownGraceS: number;
   logLevel: LogLevel;
   leaseMs: number;
@@ -50,6 +53,8 @@ const envSchema = z.object({
   REZUS_ADMIN_TOKEN: optional.refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
   REZUS_MASTER_KEY: optional,
   REZUS_COLLECT_CRON: z.string().default('* * * * *'),
+  REZUS_ETCD_SNAPSHOT_CRON: z.string().default('17 3 * * *'),
+  REZUS_ETCD_SNAPSHOT_KEEP: int(1, 1000).default(7),
   REZUS_SHUTDOWN_GRACE_S: int(0, 3600).default(30),
   REZUS_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
   REZUS_LEASE_S: int(2, 3600).default(30),
@@ -80,6 +85,8 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     adminToken: e.REZUS_ADMIN_TOKEN,
     masterKey: e.REZUS_MASTER_KEY,
     collectCron: e.REZUS_COLLECT_CRON,
+    etcdSnapshotCron: e.REZUS_ETCD_SNAPSHOT_CRON,
+    etcdSnapshotKeep: e.REZUS_ETCD_SNAPSHOT_KEEP,
     shutdownGraceS: e.REZUS_SHUTDOWN_GRACE_S,
     logLevel: e.REZUS_LOG_LEVEL,
     leaseMs: e.REZUS_LEASE_S * 1000,

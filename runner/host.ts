@@ -60,6 +60,8 @@ export async function startHost(
       dataDir: config.dataDir,
       adminToken: config.adminToken,
       collectCron: config.collectCron,
+      ...(config.etcdSnapshotCron ? { etcdSnapshotCron: config.etcdSnapshotCron } : {}),
+      etcdSnapshotKeep: config.etcdSnapshotKeep,
       collectConcurrency: config.collectConcurrency,
       collectDeadlineMs: config.collectDeadlineMs,
       retentionRawS: config.retentionRawS,

@@ -53,7 +53,7 @@ describe('collect pass against Talos and Kubernetes sims', () => {
     expect(machineOf(body, 'w2')).toMatchObject({ state: 'unknown', reasons: ['not configured yet'], checkedAt: body.checkedAt });
     // Every per-node call reached each sim; etcd only on the control plane.
     const methods = (name: string) => new Set(fleet!.machines[name]!.sim!.calls.map((c) => c.method));
-    expect(methods('cp1')).toEqual(new Set(['Version', 'Hostname', 'ServiceList', 'Memory', 'LoadAvg', 'SystemStat', 'DiskStats', 'EtcdMemberList', 'EtcdStatus']));
+    expect(methods('cp1')).toEqual(new Set(['Version', 'Hostname', 'ServiceList', 'Memory', 'LoadAvg', 'SystemStat', 'DiskStats', 'EtcdMemberList', 'EtcdStatus', 'Mounts']));
     expect(methods('w1').has('EtcdStatus')).toBe(false);
     expect(fleet.machines['w1']!.sim!.calls.every((c) => c.roles.includes('os:admin'))).toBe(true);
 

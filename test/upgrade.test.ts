@@ -119,7 +119,7 @@ describe('rolling Talos upgrade', () => {
     // Each node goes through every phase in order.
     for (const n of ['cp1', 'w3']) {
       const phases = evs.filter((e) => e.data?.node === n).map((e) => e.type);
-      const order = ['upgrade.node.start', 'upgrade.pull', 'upgrade.install', 'upgrade.reboot', 'upgrade.wait', 'upgrade.gate', 'upgrade.node.done'];
+      const order = ['upgrade.node.start', 'upgrade.pull', 'upgrade.install', 'upgrade.drain', 'upgrade.reboot', 'upgrade.wait', 'upgrade.uncordon', 'upgrade.gate', 'upgrade.node.done'];
       expect([...new Set(phases)]).toEqual(order);
       expect(evs.filter((e) => e.data?.node === n).every((e) => typeof e.data.elapsedMs === 'number')).toBe(true);
     }
@@ -322,7 +322,7 @@ describe('POST /v1/clusters/:id/upgrade validation', () => {
 
     const ok = await h.call('POST', path, { body: { talosVersion: '1.13.9', batchSize: 2 } });
     expect(ok.status).toBe(202);
-    expect(ok.body.run.params).toMatchObject({ talosVersion: TO, image: IMAGE, batchSize: 2, stage: false, force: false, preserve: false });
+    expect(ok.body.run.params).toMatchObject({ talosVersion: TO, image: IMAGE, batchSize: 2, stage: false, force: false, preserve: false, drain: true });
     expect(Object.values(ok.body.run.params.images as Record<string, string>)).toEqual(Array(3).fill(METAL_IMAGE));
     const again = await h.call('POST', path, { body: { talosVersion: TO } });
     expect(again.status).toBe(409);

@@ -3,3 +3,4 @@ export * from './state.ts';
 export * from './provision.ts';
 export * from './health.ts';
 export * from './sessions.ts';
+export * from './etcd.ts';

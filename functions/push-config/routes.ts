@@ -13,7 +13,7 @@ import { talosAddressOf } from '../machine-config/access.ts';
 import { renderOrReject } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
-import { bootstrapJob, pushConfigJob, type BootstrapParams, type PushConfigParams } from './job.ts';
+import { bootstrapJob, pushClusterJob, pushConfigJob, type BootstrapParams, type PushClusterParams, type PushConfigParams } from './job.ts';
 import { mayBeInMaintenance, readyForBootstrap } from './machine-state.ts';
 
 export const pushBody = z.strictObject({
@@ -22,6 +22,25 @@ export const pushBody = z.strictObject({
   mode: z.enum(['auto', 'reboot', 'no-reboot', 'staged', 'try']).optional(),
   dryRun: z.boolean().optional(),
 });
+
+const clusterPushBody = z.strictObject({
+  machines: z.array(z.strictObject({ id: z.union([idParam, dnsLabel]), certFingerprint: z.string().max(200).optional() })).min(1).max(500).optional(),
+  insecure: z.boolean().optional(),
+  bootstrap: z.boolean().optional(),
+  concurrency: z.number().int().min(1).max(128).optional(),
+});
+
+/** Enough for a rack pushed at once; each push mostly waits for its node to install and reboot. */
+const DEFAULT_PUSH_CONCURRENCY = 64;
+
+function checkFingerprint(fp: string, label: string): void {
+  try {
+    parseFingerprint(fp);
+  } catch (err) {
+    if (err instanceof InvalidFingerprintError) throw new ApiError(400, 'invalid_request', `${label}: ${err.message}`);
+    throw err;
+  }
+}
 
 export const bootstrapBody = z.strictObject({ machine: z.union([idParam, dnsLabel]).optional() });
 
@@ -81,6 +100,55 @@ export function pushConfigRoutes() {
       dryRun: body.dryRun === true,
     };
     const run = await enqueueClusterRun(c.var.deps, cluster, pushConfigJob, params, c.var.principal.tokenId);
+    return accepted(c, run);
+  });
+
+  app.post('/:id/push-config', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const body = await readOptionalJson(c, clusterPushBody);
+    const rows = (await c.var.deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id))).sort((a, b) => a.name.localeCompare(b.name));
+    let targets: Array<{ row: MachineRow; certFingerprint?: string }>;
+    if (body.machines) {
+      const seen = new Set<string>();
+      targets = body.machines.map((want, i) => {
+        const row = rows.find((r) => r.id === want.id) ?? rows.find((r) => r.name === want.id);
+        if (!row) throw new ApiError(400, 'invalid_request', `machines[${i}]: no machine ${want.id} in this cluster`);
+        if (seen.has(row.id)) throw new ApiError(400, 'invalid_request', `machines[${i}]: ${row.name} is named twice`);
+        seen.add(row.id);
+        if (row.provider !== 'metal') throw new ApiError(409, 'not_metal', `${row.name} is a ${row.provider} machine; only metal machines are pushed`);
+        if (want.certFingerprint !== undefined) checkFingerprint(want.certFingerprint, `machines[${i}].certFingerprint`);
+        return { row, ...(want.certFingerprint !== undefined ? { certFingerprint: want.certFingerprint.trim() } : {}) };
+      });
+    } else {
+      targets = rows.filter((r) => r.provider === 'metal').map((row) => ({ row }));
+      if (targets.length === 0) throw new ApiError(409, 'no_metal', 'the cluster has no metal machines to push');
+    }
+    for (const t of targets) requireAddress(t.row);
+    const insecure = body.insecure === true;
+    const maintenance = targets.filter((t) => mayBeInMaintenance(t.row)).map((t) => t.row.name);
+    if (maintenance.length && !insecure) {
+      throw new ApiError(400, 'insecure_required', `${maintenance.join(', ')} have no config yet (maintenance mode, no certificate this cluster trusts): say insecure: true, with a certFingerprint per machine from its console, to push over unauthenticated TLS`);
+    }
+    for (const t of targets) {
+      if (t.certFingerprint !== undefined && !mayBeInMaintenance(t.row)) throw new ApiError(400, 'invalid_request', `${t.row.name}: certFingerprint only applies to a machine in maintenance mode`);
+    }
+    let bootstrap: string | undefined;
+    if (body.bootstrap) {
+      if (cluster.bootstrappedAt !== null) throw new ApiError(409, 'already_bootstrapped', 'the cluster is already bootstrapped; drop bootstrap');
+      const first = rows.find((r) => r.role === 'controlplane');
+      if (!first || !targets.some((t) => t.row.id === first.id)) {
+        throw new ApiError(400, 'invalid_request', 'bootstrap: the first control plane must be among the machines pushed');
+      }
+      bootstrap = first.id;
+    }
+    const secrets = openClusterSecrets(c.var.deps, cluster);
+    for (const t of targets) renderOrReject(cluster, t.row, secrets);
+    const params: PushClusterParams = {
+      machines: targets.map((t) => ({ id: t.row.id, insecure: insecure && mayBeInMaintenance(t.row), ...(t.certFingerprint ? { certFingerprint: t.certFingerprint } : {}) })),
+      concurrency: body.concurrency ?? DEFAULT_PUSH_CONCURRENCY,
+      ...(bootstrap ? { bootstrap } : {}),
+    };
+    const run = await enqueueClusterRun(c.var.deps, cluster, pushClusterJob, params, c.var.principal.tokenId);
     return accepted(c, run);
   });
 

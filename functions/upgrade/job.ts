@@ -18,6 +18,10 @@ export const upgradeJob = defineJob(
     force: z.boolean(),
     /** Legacy API only: keep the node's ephemeral data. */
     preserve: z.boolean(),
+    /** Cordon and evict every pod before the reboot (v1.13+ API; machined drains on the legacy one). Absent: true. */
+    drain: z.boolean().optional(),
+    /** How long a drain may take before the run stops with the node cordoned. Absent: 5 minutes. */
+    drainTimeoutMs: z.number().int().min(1).optional(),
   }),
 );
 export const UPGRADE_KIND = upgradeJob.kind;

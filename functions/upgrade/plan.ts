@@ -61,10 +61,15 @@ export interface Batch<M extends PlannedMachine> {
   machines: M[];
 }
 
-/** Control planes one at a time, then workers `batchSize` at a time; by name within each role. */
-export function upgradeBatches<M extends PlannedMachine>(machines: M[], batchSize: number): Batch<M>[] {
+/**
+ * Control planes one at a time, then workers `batchSize` at a time; by name within each role,
+ * except that the control plane named `lastControlPlane` (the etcd leader) goes after the others,
+ * so a rollout costs one leader election instead of one per control plane.
+ */
+export function upgradeBatches<M extends PlannedMachine>(machines: M[], batchSize: number, lastControlPlane?: string): Batch<M>[] {
   const byName = (a: M, b: M): number => a.name.localeCompare(b.name);
-  const cps = machines.filter((m) => m.role === 'controlplane').sort(byName);
+  const leaderLast = (a: M, b: M): number => Number(a.name === lastControlPlane) - Number(b.name === lastControlPlane) || byName(a, b);
+  const cps = machines.filter((m) => m.role === 'controlplane').sort(leaderLast);
   const workers = machines.filter((m) => m.role === 'worker').sort(byName);
   const batches: Batch<M>[] = cps.map((m) => ({ role: 'controlplane', machines: [m] }));
   const size = Math.max(1, Math.floor(batchSize));

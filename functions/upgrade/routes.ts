@@ -22,7 +22,19 @@ export const upgradeBody = z.strictObject({
   stage: z.boolean().optional(),
   force: z.boolean().optional(),
   preserve: z.boolean().optional(),
+  drain: z.boolean().optional(),
+  /** Seconds, or a duration such as "90s", "5m", "500ms". */
+  drainTimeout: z.union([z.number().positive().max(86_400), z.string().regex(/^\d+(\.\d+)?(ms|s|m|h)$/, 'a duration such as 90s, 5m or 500ms')]).optional(),
 });
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `drainTimeout` in milliseconds: a number is seconds, a string carries its unit. */
+export function drainTimeoutMs(v: number | string): number {
+  if (typeof v === 'number') return Math.max(1, Math.round(v * 1000));
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(v)!;
+  return Math.max(1, Math.round(Number(m[1]) * UNIT_MS[m[2]!]!));
+}
 
 /** `POST /v1/clusters/:id/upgrade`: queues a rolling Talos upgrade (cluster-changing, one at a time). */
 export function upgradeRoutes() {
@@ -39,6 +51,7 @@ export function upgradeRoutes() {
     if (body.batchSize !== undefined && body.batchSize > maxBatch) {
       throw badRequest(`batchSize: must be between 1 and ${maxBatch} (the cluster's workers)`);
     }
+    if (body.drainTimeout !== undefined && drainTimeoutMs(body.drainTimeout) > 86_400_000) throw badRequest('drainTimeout: at most 24h');
     if (isMinorDowngrade(cluster.talosVersion, body.talosVersion) && !body.force) {
       throw new ApiError(409, 'downgrade_refused', `${body.talosVersion} is a minor-version downgrade from ${cluster.talosVersion}; pass force to do it anyway`);
     }
@@ -52,6 +65,8 @@ export function upgradeRoutes() {
       stage: body.stage ?? false,
       force: body.force ?? false,
       preserve: body.preserve ?? false,
+      drain: body.drain ?? true,
+      ...(body.drainTimeout !== undefined ? { drainTimeoutMs: drainTimeoutMs(body.drainTimeout) } : {}),
     };
     const run = await enqueueClusterRun(c.var.deps, cluster, upgradeJob, params, c.var.principal.tokenId);
     return accepted(c, run);

@@ -5,7 +5,10 @@ import { backupJob } from '../../functions/backup/job.ts';
 import { collectJob, scheduledCollect } from '../../functions/collect/job.ts';
 import type { Deps } from '../../functions/context.ts';
 import { provisionJob } from '../../functions/provision/job.ts';
-import { bootstrapJob, pushConfigJob } from '../../functions/push-config/job.ts';
+import { bootstrapJob, pushClusterJob, pushConfigJob } from '../../functions/push-config/job.ts';
+import { pushClusterExecutor } from './push-config/cluster.ts';
+import { etcdRestoreJob, etcdSnapshotJob } from '../../functions/etcd/job.ts';
+import { etcdRestoreExecutor, etcdSnapshotExecutor, scheduledEtcdSnapshots } from './etcd/snapshot.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
 import { upgradeJob } from '../../functions/upgrade/job.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
@@ -51,6 +54,9 @@ export function executors(): AppExecutors {
     bind(collectJob, collectExecutor),
     bind(pushConfigJob, pushConfigExecutor),
     bind(bootstrapJob, bootstrapExecutor),
+    bind(pushClusterJob, pushClusterExecutor),
+    bind(etcdSnapshotJob, etcdSnapshotExecutor),
+    bind(etcdRestoreJob, etcdRestoreExecutor),
     bind(upgradeJob, upgradeExecutor),
   ]);
 }
@@ -97,5 +103,6 @@ export function cronJobs(deps: Deps): CronJob[] {
     { name: 'state-locks-of-dead-runs', pattern: '* * * * *', run: () => releaseLocksOfDeadRuns(deps) },
     // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
     { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
+    ...(deps.settings.etcdSnapshotCron ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: () => scheduledEtcdSnapshots(deps) }] : []),
   ];
 }

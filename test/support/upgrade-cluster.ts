@@ -73,7 +73,12 @@ export async function startUpgradeCluster(h: Harness, opts: { talosVersion: stri
     const members = opts.machines
       .filter((m) => m.role === 'controlplane')
       .map((m, i) => ({ id: String(1000 + i), hostname: m.name }));
-    for (const m of opts.machines) if (m.role === 'controlplane') sims.get(m.name)!.setEtcdMembers(members);
+    // The last control plane by name leads etcd, so leader-last ordering keeps name order unless a test moves it.
+    for (const m of opts.machines) {
+      if (m.role !== 'controlplane') continue;
+      sims.get(m.name)!.setEtcdMembers(members);
+      sims.get(m.name)!.setEtcdLeader(members.at(-1)?.id);
+    }
     return {
       clusterId,
       tenantId: t.body.id,

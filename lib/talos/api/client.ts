@@ -13,7 +13,7 @@ import { normalizePrivateKeyPem, TalosChannelCredentials, type TalosTlsOptions }
 import type {
   ApplyConfigurationInput, ApplyConfigurationResult, CallOptions, DiskStatsResult, EtcdMember, EtcdMemberStatus,
   ImagePullProgress, LegacyUpgradeInput, LegacyUpgradeResult, LifecycleUpgradeInput, LifecycleUpgradeResult,
-  LoadAvgResult, MemInfo, ServiceInfo, SystemStatResult, VersionResult,
+  LoadAvgResult, MemInfo, MountStat, ServiceInfo, SystemStatResult, VersionResult,
 } from './types.ts';
 
 export const DEFAULT_UNARY_DEADLINE_MS = 10_000;
@@ -54,6 +54,7 @@ function pemBuffer(p: Pem): Buffer {
 }
 
 type UnaryFn = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Raw) => void) => grpc.ClientUnaryCall;
+type ClientStreamFn = (md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Raw) => void) => grpc.ClientWritableStream<Raw>;
 type StreamFn = (req: object, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<Raw>;
 
 export class TalosApiClient {
@@ -151,6 +152,49 @@ export class TalosApiClient {
 
   async etcdStatus(opts?: CallOptions): Promise<EtcdMemberStatus> {
     return toEtcdStatus(await this.first('MachineService', 'EtcdStatus', {}, opts));
+  }
+
+  /** MachineService/Mounts: every mounted filesystem with its size and free bytes. */
+  async mounts(opts?: CallOptions): Promise<MountStat[]> {
+    const m = await this.first('MachineService', 'Mounts', {}, opts);
+    return list(m['stats']).map((x) => ({ filesystem: str(x['filesystem']), size: num(x['size']), available: num(x['available']), mountedOn: str(x['mounted_on']) }));
+  }
+
+  /** Asks this control plane's etcd member to hand its leadership to a peer; resolves with the member name. */
+  async etcdForfeitLeadership(opts?: CallOptions): Promise<{ member: string }> {
+    return { member: str((await this.first('MachineService', 'EtcdForfeitLeadership', {}, opts))['member']) };
+  }
+
+  /** MachineService/EtcdSnapshot: streams the local etcd member's snapshot (a bbolt db file) chunk by chunk. */
+  async etcdSnapshot(onChunk: (chunk: Buffer) => void, opts?: CallOptions): Promise<void> {
+    await this.stream(this.machine, 'MachineService', 'EtcdSnapshot', {}, opts, (msg) => {
+      const b = msg['bytes'];
+      if (b && (b as Buffer).length) onChunk(Buffer.from(b as Buffer));
+    });
+  }
+
+  /** MachineService/EtcdRecover (client stream): uploads a snapshot for a later Bootstrap with recoverEtcd. */
+  etcdRecover(data: Uint8Array, opts?: CallOptions & { chunkBytes?: number }): Promise<void> {
+    const label = 'MachineService/EtcdRecover';
+    return new Promise((resolve, reject) => {
+      const signal = opts?.signal;
+      if (signal?.aborted) return reject(this.error(label, 'canceled', 'CANCELLED', 'aborted before the call started'));
+      const fn = (this.machine as unknown as Record<string, ClientStreamFn>)['EtcdRecover'];
+      if (!fn) return reject(this.error(label, 'unimplemented', 'UNIMPLEMENTED', 'method not in the client protos'));
+      const deadline = Date.now() + (opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS);
+      const onAbort = (): void => call.cancel();
+      const call = fn.call(this.machine, new grpc.Metadata(), { deadline }, (err, res) => {
+        signal?.removeEventListener('abort', onAbort);
+        if (err) return reject(this.fromServiceError(label, err));
+        const md = obj(list(res?.['messages'])[0]?.['metadata']);
+        if (md && str(md['error']) !== '') return reject(this.error(label, 'node-error', 'OK', sanitizeDetail(str(md['error']))));
+        resolve();
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const size = opts?.chunkBytes ?? 1024 * 1024;
+      for (let i = 0; i < data.byteLength; i += size) call.write({ bytes: Buffer.from(data.subarray(i, i + size)) });
+      call.end();
+    });
   }
 
   /** MachineService/Upgrade: deprecated since v1.13 but the only path on older nodes. The node reboots itself. */

@@ -175,3 +175,11 @@ export interface LifecycleUpgradeResult {
   exitCode: number;
   messages: string[];
 }
+
+/** One mounted filesystem (MachineService/Mounts); sizes in bytes. */
+export interface MountStat {
+  filesystem: string;
+  size: number;
+  available: number;
+  mountedOn: string;
+}

@@ -26,7 +26,7 @@ function settledValue<T>(r: PromiseSettledResult<T>): T | undefined {
 export async function readNode(client: TalosApiClient, role: MachineRole, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
   const call = { deadlineMs: opts.deadlineMs, ...(opts.signal ? { signal: opts.signal } : {}) };
   const cp = role === 'controlplane';
-  const [version, hostname, services, memory, loadavg, systemStat, diskStats, members, etcdStatus] = await Promise.allSettled([
+  const [version, hostname, services, memory, loadavg, systemStat, diskStats, members, etcdStatus, mounts] = await Promise.allSettled([
     client.version(call),
     client.hostname(call),
     client.serviceList(call),
@@ -36,11 +36,12 @@ export async function readNode(client: TalosApiClient, role: MachineRole, opts: 
     client.diskStats(call),
     cp ? client.etcdMemberList(call) : Promise.resolve(undefined),
     cp ? client.etcdStatus(call) : Promise.resolve(undefined),
+    client.mounts(call),
   ]);
   if (version.status === 'rejected') return { talos: { error: callError(version.reason) }, hostname: null, partialError: null };
   if (services.status === 'rejected') return { talos: { error: callError(services.reason) }, hostname: null, partialError: null };
 
-  const optional = [hostname, memory, loadavg, systemStat, diskStats, members, etcdStatus];
+  const optional = [hostname, memory, loadavg, systemStat, diskStats, members, etcdStatus, mounts];
   const firstFailure = optional.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   const report: TalosReport = {
     version: { tag: version.value.tag },
@@ -54,6 +55,8 @@ export async function readNode(client: TalosApiClient, role: MachineRole, opts: 
   if (stat?.cpuTotal) report.systemStat = { cpuTotal: stat.cpuTotal, cpu: stat.cpu };
   const disks = settledValue(diskStats);
   if (disks) report.diskStats = { ...(disks.total ? { total: disks.total } : {}), devices: disks.devices };
+  const mnt = settledValue(mounts);
+  if (mnt) report.mounts = mnt;
   if (cp) {
     if (members.status === 'rejected') report.etcd = { error: callError(members.reason) };
     else report.etcd = { members: members.value ?? [], ...(etcdStatus.status === 'fulfilled' && etcdStatus.value ? { status: etcdStatus.value } : {}) };

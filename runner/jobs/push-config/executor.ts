@@ -87,7 +87,10 @@ async function step<T>(ctx: Ctx, name: string, channel: Channel, deadlineMs: num
  * given), then awaited until it answers over mTLS. Any machine that may hold a config is only
  * ever pushed over mTLS with the cluster's admin certificate.
  */
-export const pushConfigExecutor: JobExecutor<Deps, PushConfigParams> = async (ctx, p) => {
+export const pushConfigExecutor: JobExecutor<Deps, PushConfigParams> = (ctx, p) => pushMachine(ctx, p);
+
+/** One machine's push; a cluster push passes the cluster's access so credentials are minted once for all. */
+export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: ClusterAccess): Promise<PushConfigResult> {
   const { run, deps, emit, signal } = ctx;
   const t = pushTimings(deps);
   const { cluster, machine } = await loadTargets(deps, run.clusterId!, p.machine);
@@ -99,7 +102,7 @@ export const pushConfigExecutor: JobExecutor<Deps, PushConfigParams> = async (ct
   if (channel === 'mtls' && p.insecure) throw new RunError(`${machine.name} is ${machine.state}; it is only pushed over mTLS, never insecure`);
   if (channel === 'maintenance' && !p.insecure) throw new RunError(`${machine.name} has no config yet; pushing in maintenance mode needs insecure: true`);
 
-  const access = await clusterAccess(deps, cluster);
+  const access = shared ?? (await clusterAccess(deps, cluster));
   const data = render(cluster, machine, access);
   await emit({
     type: 'push.render',
@@ -189,4 +192,4 @@ export const pushConfigExecutor: JobExecutor<Deps, PushConfigParams> = async (ct
   await setMachine(deps, machine.id, { state: CONFIGURED, talosVersion: after.tag });
   await emit({ type: 'push.done', message: `${machine.name} is configured (Talos ${after.tag})`, data: { state: CONFIGURED, talosVersion: after.tag } });
   return { ...base, state: CONFIGURED, talosVersion: after.tag } satisfies PushConfigResult;
-};
+}

@@ -4,7 +4,7 @@ import { clusters, machines } from '../../../db/schema/index.ts';
 import { RunError, stopReason, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { talosAddressOf } from '../../../functions/machine-config/access.ts';
-import { clusterAccess } from '../cluster-access.ts';
+import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { clusterProblems, readHealth, type GateMachine } from './health.ts';
 import { readNodeState, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
 import { sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
@@ -36,6 +36,27 @@ function hardStop(signal: AbortSignal): AbortSignal {
 }
 
 const list = (names: string[]): string => names.join(', ');
+
+/** Name of the control plane whose etcd member leads, from the first control plane that answers. */
+async function findEtcdLeader(access: ClusterAccess, cps: GateMachine[], deadlineMs: number, signal: AbortSignal): Promise<string | undefined> {
+  for (const m of cps) {
+    let client;
+    try {
+      client = await access.talosClient(m.address);
+      const opts = { deadlineMs, signal };
+      const [status, members] = await Promise.all([client.etcdStatus(opts), client.etcdMemberList(opts)]);
+      const hostname = members.find((x) => x.id === status.leader)?.hostname;
+      const match = cps.find((c) => c.name === hostname);
+      if (match) return match.name;
+    } catch {
+      signal.throwIfAborted();
+      // Try the next one; the health precheck reports an unreadable etcd anyway.
+    } finally {
+      client?.close();
+    }
+  }
+  return undefined;
+}
 
 /**
  * Rolling Talos upgrade: control planes one at a time, then workers in batches. Before touching a
@@ -71,7 +92,13 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
     },
   };
 
-  const batches = upgradeBatches(all, params.batchSize);
+  const cps = all.filter((m) => m.role === 'controlplane');
+  const leader = cps.length > 1 ? await findEtcdLeader(access, cps, timings.callDeadlineMs, hard) : undefined;
+  if (leader) {
+    ctx.leader = leader;
+    await emit({ type: 'upgrade.leader', message: `${leader} leads etcd: it goes last and hands over leadership before its reboot`, data: { leader } });
+  }
+  const batches = upgradeBatches(all, params.batchSize, leader);
   await emit({
     type: 'upgrade.plan',
     message: `upgrading ${all.length} machines to ${params.talosVersion} in ${batches.length} steps`,
@@ -79,13 +106,15 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
   });
 
   const result: UpgradeResult = { talosVersion: params.talosVersion, upgraded: [], skipped: [], untouched: [], clusterVersionUpdated: false };
+  // A cancel lets the node in flight finish, then stops before anything else is touched.
+  const stopped = async (index: number): Promise<UpgradeResult> => {
+    hard.throwIfAborted();
+    result.untouched = batches.slice(index).flatMap((b) => b.machines.map((m) => m.name)).filter((n) => !result.skipped.includes(n));
+    await emit({ level: 'warn', type: 'upgrade.stopped', message: `canceled; not touched: ${list(result.untouched) || 'none'}`, data: { untouched: result.untouched } });
+    return result;
+  };
   for (const [index, batch] of batches.entries()) {
-    if (signal.aborted) {
-      hard.throwIfAborted();
-      result.untouched = batches.slice(index).flatMap((b) => b.machines.map((m) => m.name));
-      await emit({ level: 'warn', type: 'upgrade.stopped', message: `canceled; not touched: ${list(result.untouched)}`, data: { untouched: result.untouched } });
-      return result;
-    }
+    if (signal.aborted) return stopped(index);
     const states = await Promise.all(
       batch.machines.map(async (m): Promise<NodeState> => {
         try {
@@ -122,6 +151,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
       await emit({ type: 'upgrade.precheck', message: `cluster healthy; upgrading ${list(names)}`, data: { nodes: names, etcd: health.assessment.etcd } });
     }
 
+    if (signal.aborted) return stopped(index);
     const settled = await Promise.allSettled(todo.map((t) => upgradeNode(ctx, t.m, t.state)));
     const failures: unknown[] = [];
     for (const s of settled) {
@@ -141,6 +171,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
     await deps.db.update(clusters).set({ talosVersion: params.talosVersion, updatedAt: deps.clock.now() }).where(eq(clusters.id, cluster.id));
     result.clusterVersionUpdated = true;
   }
+  if (signal.aborted) return stopped(batches.length);
   await emit({
     type: 'upgrade.done',
     message: `${result.upgraded.length} upgraded, ${result.skipped.length} already on ${params.talosVersion}`,

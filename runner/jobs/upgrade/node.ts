@@ -10,6 +10,7 @@ import { apiFor, sameVersion, upgradeImageOf, type UpgradeApi } from '../../../f
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
+import { drainFor, forfeitLeadership, uncordon } from './drain.ts';
 
 export interface NodeContext {
   access: ClusterAccess;
@@ -17,6 +18,8 @@ export interface NodeContext {
   timings: UpgradeTimings;
   /** Aborted when the run must stop at once (shutdown, lease lost); a cancel lets the node finish. */
   hard: AbortSignal;
+  /** Machine name of the etcd leader: it forfeits leadership right before its reboot. */
+  leader?: string;
   /** Every control plane of the cluster: a control plane's gate needs their etcd view. */
   controlPlanes: GateMachine[];
   emit(event: RunEventInput): Promise<void>;
@@ -75,6 +78,10 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
   await event('upgrade.node.start', 'start', `upgrading ${before.tag} → ${target}`, { from: before.tag, to: target });
 
   let api = apiFor(before.tag);
+  let drained = false;
+  const beforeReboot = async (client: TalosApiClient): Promise<void> => {
+    if (ctx.leader === m.name) await forfeitLeadership(ctx, m, client, event);
+  };
   try {
     await withClient(ctx, m, async (client) => {
       if (api === 'lifecycle') {
@@ -90,6 +97,12 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
             stream,
           );
           await progress;
+          // LifecycleService/Upgrade does not drain (unlike machined's legacy sequence): do it here, as talosctl does.
+          if (params.drain !== false) {
+            await drainFor(ctx, m, event, fail);
+            drained = true;
+          }
+          await beforeReboot(client);
           await event('upgrade.reboot', 'reboot', 'rebooting into the new image');
           await rebootTolerant(client, call, event);
           return;
@@ -99,6 +112,7 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
           await event('upgrade.install', 'install', 'the node does not know the v1.13 API; using MachineService/Upgrade', { api }, 'warn');
         }
       }
+      if (!params.stage) await beforeReboot(client);
       await event('upgrade.install', 'install', `installing ${image} with MachineService/Upgrade`, { api, image });
       try {
         await client.legacyUpgrade({ image, stage: params.stage, force: params.force, preserve: params.preserve }, call);
@@ -109,6 +123,7 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
         return;
       }
       if (params.stage) {
+        await beforeReboot(client);
         await event('upgrade.reboot', 'reboot', 'upgrade staged; rebooting to activate it');
         await rebootTolerant(client, call, event);
       } else {
@@ -116,6 +131,7 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
       }
     });
   } catch (err) {
+    if (err instanceof RunError) throw err;
     throw fail(`upgrade call failed: ${message(err)}`);
   }
 
@@ -123,6 +139,8 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
   const back = await waitForReboot(ctx, m, before, fail);
   await ctx.recordVersion(m.id, back.tag);
   await event('upgrade.wait', 'wait', `back on ${back.tag}`, { version: back.tag });
+  // Back on the new version: let pods return before the gate, which counts a cordoned node as unhealthy.
+  if (drained) await uncordon(ctx, m, event, fail);
 
   await event('upgrade.gate', 'gate', 'checking health');
   await passGate(ctx, m, fail);

@@ -29,6 +29,33 @@ type SimNode = Required<Omit<SimNodeSpec, 'lastTransitionTime'>> & { name: strin
 
 export type MetricsMode = boolean | 'unavailable';
 
+export interface SimPodSpec {
+  namespace: string;
+  name: string;
+  nodeName: string;
+  labels?: Record<string, string>;
+  /** Kind of the controller owning it (DaemonSet pods are left alone by a drain). */
+  ownerKind?: string;
+  /** A static pod's mirror (annotation kubernetes.io/config.mirror). */
+  mirror?: boolean;
+  emptyDir?: boolean;
+}
+
+export interface SimPdb {
+  namespace: string;
+  name: string;
+  matchLabels: Record<string, string>;
+  /** Evictions the budget allows now; 0 refuses with 429 until raised. */
+  disruptionsAllowed: number;
+}
+
+/** One write the sim received, in arrival order. */
+export interface KubeWrite {
+  method: string;
+  path: string;
+  body: unknown;
+}
+
 export interface KubeSimOptions {
   ca?: TestCa;
   host?: '127.0.0.1' | '::1';
@@ -50,6 +77,13 @@ export interface KubeSim {
   setLatency(ms: number): void;
   /** Accept TCP but never answer: neither the TLS handshake nor pending requests. */
   blackhole(on: boolean): void;
+  /** PATCH, POST and DELETE requests answered, in arrival order. */
+  writes: KubeWrite[];
+  setPod(pod: SimPodSpec): void;
+  pods(nodeName?: string): SimPodSpec[];
+  setPdb(pdb: SimPdb): void;
+  /** How long an evicted pod takes to terminate and disappear. */
+  setEvictionLatency(ms: number): void;
   stop(): Promise<void>;
 }
 
@@ -70,6 +104,11 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   let latencyMs = 0;
   let holeOn = false;
   const requests: string[] = [];
+  const writes: KubeWrite[] = [];
+  const pods = new Map<string, SimPodSpec & { terminating: boolean }>();
+  const pdbs = new Map<string, SimPdb>();
+  let evictionMs = 0;
+  const podKey = (ns: string, name: string): string => `${ns}/${name}`;
   const sockets = new Set<net.Socket>();
   const timers = new Set<NodeJS.Timeout>();
 
@@ -122,17 +161,111 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     };
   }
 
+  function podObject(p: SimPodSpec & { terminating: boolean }): object {
+    return {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      metadata: {
+        name: p.name,
+        namespace: p.namespace,
+        uid: `uid-${p.namespace}-${p.name}`,
+        labels: p.labels ?? {},
+        ...(p.mirror ? { annotations: { 'kubernetes.io/config.mirror': 'mirror-hash' } } : {}),
+        ...(p.ownerKind ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: p.ownerKind, name: `${p.name}-owner`, uid: 'owner', controller: true }] } : {}),
+        ...(p.terminating ? { deletionTimestamp: new Date().toISOString() } : {}),
+      },
+      spec: { nodeName: p.nodeName, containers: [{ name: 'c', image: 'busybox' }], volumes: p.emptyDir ? [{ name: 'scratch', emptyDir: {} }] : [] },
+      status: { phase: 'Running' },
+    };
+  }
+
+  function matches(labels: Record<string, string>, selector: Record<string, string>): boolean {
+    return Object.entries(selector).every(([k, v]) => labels[k] === v);
+  }
+
+  /** The eviction subresource: a PDB with no disruptions left refuses with 429, as the apiserver does. */
+  function evict(ns: string, name: string): { code: number; body: unknown } {
+    const p = pods.get(podKey(ns, name));
+    if (!p) return { code: 404, body: status(404, 'NotFound', `pods "${name}" not found`) };
+    if (p.terminating) return { code: 201, body: { kind: 'Status', apiVersion: 'v1', status: 'Success', code: 201 } };
+    const budgets = [...pdbs.values()].filter((b) => b.namespace === ns && matches(p.labels ?? {}, b.matchLabels));
+    const blocked = budgets.find((b) => b.disruptionsAllowed <= 0);
+    if (blocked) {
+      return {
+        code: 429,
+        body: {
+          ...status(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget."),
+          details: { causes: [{ reason: 'DisruptionBudget', message: `The disruption budget ${blocked.name} needs 1 healthy pods and has 1 currently` }] },
+        },
+      };
+    }
+    for (const b of budgets) b.disruptionsAllowed--;
+    p.terminating = true;
+    const gone = (): void => void pods.delete(podKey(ns, name));
+    if (evictionMs <= 0) gone();
+    else {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        gone();
+      }, evictionMs);
+      timers.add(t);
+    }
+    return { code: 201, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 } };
+  }
+
+  function write(req: IncomingMessage, path: string, body: unknown): { code: number; body: unknown } | undefined {
+    const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(path);
+    if (node && req.method === 'PATCH') {
+      const name = decodeURIComponent(node[1] ?? '');
+      const n = nodes.get(name);
+      if (!n) return { code: 404, body: status(404, 'NotFound', `nodes "${name}" not found`) };
+      const type = req.headers['content-type'] ?? '';
+      if (!/merge-patch\+json|strategic-merge-patch\+json/.test(type)) {
+        return { code: 415, body: status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format: ${type}`) };
+      }
+      const spec = (body as { spec?: { unschedulable?: boolean | null } } | null)?.spec;
+      if (spec && 'unschedulable' in spec) n.unschedulable = spec.unschedulable === true;
+      return { code: 200, body: nodeObject(n) };
+    }
+    const ev = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/eviction$/.exec(path);
+    if (ev && req.method === 'POST') {
+      const kind = (body as { kind?: string } | null)?.kind;
+      if (kind !== 'Eviction') return { code: 400, body: status(400, 'BadRequest', 'expected an Eviction') };
+      return evict(decodeURIComponent(ev[1] ?? ''), decodeURIComponent(ev[2] ?? ''));
+    }
+    return undefined;
+  }
+
+  function listPods(url: URL, ns: string | undefined): { code: number; body: unknown } {
+    const selector = url.searchParams.get('fieldSelector') ?? '';
+    let node: string | undefined;
+    for (const part of selector.split(',').filter(Boolean)) {
+      const m = /^spec\.nodeName=(.*)$/.exec(part);
+      if (!m) return { code: 400, body: status(400, 'BadRequest', `field label not supported: ${part}`) };
+      node = m[1];
+    }
+    const items = [...pods.values()]
+      .filter((p) => (ns === undefined || p.namespace === ns) && (node === undefined || p.nodeName === node))
+      .map(podObject);
+    return { code: 200, body: { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items } };
+  }
+
   function groups(req: IncomingMessage): string[] {
     const subject = (req.socket as TLSSocket).getPeerCertificate().subject;
     const o = subject?.O;
     return o === undefined ? [] : Array.isArray(o) ? o : [o];
   }
 
-  function route(req: IncomingMessage): { code: number; body: unknown; text?: boolean } {
+  function route(req: IncomingMessage, reqBody: unknown): { code: number; body: unknown; text?: boolean } {
     if (!(req.socket as TLSSocket).authorized) return { code: 401, body: status(401, 'Unauthorized', 'Unauthorized') };
     const url = new URL(req.url ?? '/', 'https://sim');
     const path = url.pathname.replace(/\/+$/, '') || '/';
-    if (req.method !== 'GET') return { code: 405, body: status(405, 'MethodNotAllowed', 'method not allowed') };
+    if (req.method !== 'GET') {
+      if (!groups(req).includes('system:masters')) return { code: 403, body: status(403, 'Forbidden', 'forbidden') };
+      const answer = write(req, path, reqBody);
+      if (answer) writes.push({ method: req.method ?? '', path, body: reqBody });
+      return answer ?? { code: 405, body: status(405, 'MethodNotAllowed', 'method not allowed') };
+    }
     if (path === '/livez') return { code: 200, body: 'ok', text: true };
     if (path === '/readyz') {
       const verbose = url.searchParams.has('verbose');
@@ -163,6 +296,9 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       }
       return { code: 200, body: { kind: 'APIGroupList', apiVersion: 'v1', groups: list } };
     }
+    if (path === '/api/v1/pods') return listPods(url, undefined);
+    const nsPods = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(path);
+    if (nsPods) return listPods(url, decodeURIComponent(nsPods[1] ?? ''));
     if (path === '/api/v1/nodes') {
       const items = [...nodes.values()].sort((a, b) => a.name.localeCompare(b.name)).map(nodeObject);
       return { code: 200, body: { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items } };
@@ -196,15 +332,28 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     (req, res) => {
       requests.push(req.url ?? '/');
       if (holeOn) return; // held until stop() destroys the socket
-      const answer = route(req);
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => serve(req, res, chunks));
+    },
+  );
+  function serve(req: IncomingMessage, res: ServerResponse, chunks: Buffer[]): void {
+      let reqBody: unknown = null;
+      if (chunks.length) {
+        try {
+          reqBody = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          return respond(res, { code: 400, body: status(400, 'BadRequest', 'invalid JSON body') });
+        }
+      }
+      const answer = route(req, reqBody);
       if (latencyMs <= 0) return respond(res, answer);
       const t = setTimeout(() => {
         timers.delete(t);
         if (!res.destroyed) respond(res, answer);
       }, latencyMs);
       timers.add(t);
-    },
-  );
+  }
   tlsServer.on('tlsClientError', (_err, tlsSocket) => {
     // Handshakes the client abandons (it distrusts our certificate) are expected in the suites.
     tlsSocket.destroy();
@@ -229,6 +378,13 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     url,
     ca,
     requests,
+    writes,
+    setPod: (pod) => void pods.set(podKey(pod.namespace, pod.name), { ...pod, terminating: false }),
+    pods: (nodeName) => [...pods.values()].filter((p) => nodeName === undefined || p.nodeName === nodeName).map(({ terminating: _t, ...p }) => p),
+    setPdb: (pdb) => void pdbs.set(podKey(pdb.namespace, pdb.name), { ...pdb }),
+    setEvictionLatency: (ms) => {
+      evictionMs = ms;
+    },
     setNode,
     removeNode: (name) => void nodes.delete(name),
     setReadyz: (ok, failing = []) => {

@@ -91,6 +91,10 @@ const METHOD_ROLE: Record<string, Role> = {
   DiskStats: 'reader',
   EtcdMemberList: 'reader',
   EtcdStatus: 'reader',
+  EtcdForfeitLeadership: 'admin',
+  EtcdSnapshot: 'operator',
+  EtcdRecover: 'admin',
+  Mounts: 'reader',
   'ImageService/Pull': 'admin',
   'LifecycleService/Upgrade': 'admin',
 };
@@ -162,6 +166,19 @@ export class SimTalosNode {
   private readonly phaseWaiters = new Set<{ phase: SimPhase; resolve: () => void }>();
   /** Unix seconds of the last boot; moves forward on every reboot, as SystemStat's boot_time does. */
   bootTime = Math.floor(Date.now() / 1000) - 3600;
+  /** Member id this node's etcd names as leader; the first member's when unset. */
+  etcdLeader: string | undefined;
+  /** The etcd database EtcdSnapshot streams; its raft index moves with every write the test makes. */
+  etcdData: Buffer = Buffer.from(`sim-etcd-db:${randomBytes(8).toString('hex')}:`.padEnd(4096, '.'));
+  etcdRaftIndex = 1024;
+  /** The snapshot uploaded with EtcdRecover, waiting for Bootstrap{recover_etcd}. */
+  recoverUpload: Buffer | undefined;
+  /** What a Bootstrap with recover_etcd restored from. */
+  recoveredFrom: Buffer | undefined;
+  mounts: Array<{ filesystem: string; size: number; available: number; mountedOn: string }> = [
+    { filesystem: '/dev/sda6', size: 100 * 2 ** 30, available: 60 * 2 ** 30, mountedOn: '/var' },
+    { filesystem: 'overlay', size: 2 ** 30, available: 2 ** 29, mountedOn: '/' },
+  ];
 
   constructor(opts: SimNodeOptions) {
     this.opts = opts;
@@ -567,7 +584,7 @@ export class SimTalosNode {
   private machineHandlers(): grpc.UntypedServiceImplementation {
     return {
       ApplyConfiguration: this.unary('ApplyConfiguration', (r) => this.applyConfiguration(r)),
-      Bootstrap: this.unary('Bootstrap', () => this.bootstrap()),
+      Bootstrap: this.unary('Bootstrap', (r) => this.bootstrap(r)),
       Version: this.unary('Version', () => this.versionMessage()),
       Hostname: this.unary('Hostname', () => ({ hostname: this.hostname })),
       ServiceList: this.unary('ServiceList', () => ({ services: this.services() })),
@@ -577,6 +594,10 @@ export class SimTalosNode {
       DiskStats: this.unary('DiskStats', () => this.diskStats()),
       EtcdMemberList: this.unary('EtcdMemberList', () => ({ members: this.members() })),
       EtcdStatus: this.unary('EtcdStatus', () => this.etcdStatus()),
+      EtcdForfeitLeadership: this.unary('EtcdForfeitLeadership', () => this.forfeitLeadership()),
+      EtcdSnapshot: this.serverStream('EtcdSnapshot', (c) => this.etcdSnapshot(c)),
+      EtcdRecover: this.clientStream('EtcdRecover', (chunks) => this.etcdRecover(chunks)),
+      Mounts: this.unary('Mounts', () => ({ stats: this.mounts.map((m) => ({ filesystem: m.filesystem, size: String(m.size), available: String(m.available), mounted_on: m.mountedOn })) })),
       Upgrade: this.unary('Upgrade', (r) => this.legacyUpgrade(r)),
       Reboot: this.unary('Reboot', () => this.rebootCall()),
     };
@@ -646,14 +667,71 @@ export class SimTalosNode {
     if (cfg.hostname) this.hostname = cfg.hostname;
   }
 
-  private bootstrap(): Raw {
+  private bootstrap(req: Raw): Raw {
     if (this.config?.type !== 'controlplane') {
       throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'bootstrap is not available on worker nodes');
     }
     this.bootstrapCalls.push(Date.now());
     if (this.bootstrapped) throw new SimRpcError(grpc.status.ALREADY_EXISTS, 'etcd data directory is not empty');
+    if (req['recover_etcd'] === true) {
+      // Upstream looks for the file EtcdRecover wrote and refuses without it.
+      if (!this.recoverUpload) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd snapshot for recovery not found');
+      this.recoveredFrom = this.recoverUpload;
+      this.etcdData = this.recoverUpload;
+      this.recoverUpload = undefined;
+    }
     this.bootstrapped = true;
     return {};
+  }
+
+  /** Sets which member this node's etcd reports as leader. */
+  setEtcdLeader(memberId: string | undefined): void {
+    this.etcdLeader = memberId;
+  }
+
+  private forfeitLeadership(): Raw {
+    const members = this.members();
+    const self = members.find((m) => m['hostname'] === this.hostname) ?? members[0];
+    const selfId = String(self?.['id'] ?? '');
+    const leader = this.etcdLeader ?? String(members[0]?.['id'] ?? '');
+    // Only a leader moves leadership; a follower answers with an empty member, as upstream does.
+    if (leader !== selfId) return { member: '' };
+    const next = members.find((m) => String(m['id']) !== selfId);
+    if (next) this.etcdLeader = String(next['id']);
+    return { member: this.hostname };
+  }
+
+  private async etcdSnapshot(call: grpc.ServerWritableStream<Raw, Raw>): Promise<void> {
+    this.members();
+    const chunk = 1024;
+    for (let i = 0; i < this.etcdData.length; i += chunk) call.write({ bytes: this.etcdData.subarray(i, i + chunk) });
+  }
+
+  private etcdRecover(chunks: Buffer[]): Raw {
+    if (!this.isControlPlane()) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is not running on worker nodes');
+    if (this.bootstrapped) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is already running: recovery is only possible before bootstrap');
+    this.recoverUpload = Buffer.concat(chunks);
+    return {};
+  }
+
+  private clientStream(method: string, handler: (chunks: Buffer[]) => Raw): grpc.handleClientStreamingCall<Raw, Raw> {
+    return (call, callback) => {
+      const chunks: Buffer[] = [];
+      call.on('data', (m: Raw) => {
+        const b = m['bytes'];
+        if (b) chunks.push(Buffer.from(b as Buffer));
+      });
+      call.on('end', () => {
+        void (async () => {
+          try {
+            if (!(await this.admit(method, call as unknown as SurfaceCall))) return;
+            callback(null, { messages: [handler(chunks)] });
+          } catch (err) {
+            callback(this.toStatus(err));
+          }
+        })();
+      });
+    };
   }
 
   private versionMessage(): Raw {
@@ -748,7 +826,7 @@ export class SimTalosNode {
     return {
       member_status: {
         member_id: selfId, protocol_version: '3.5.0', storage_version: '3.5.0', db_size: '20480000', db_size_in_use: '10240000',
-        leader: String(members[0]?.['id'] ?? selfId), raft_index: '1024', raft_term: '3', raft_applied_index: '1024',
+        leader: this.etcdLeader ?? String(members[0]?.['id'] ?? selfId), raft_index: String(this.etcdRaftIndex), raft_term: '3', raft_applied_index: '1024',
         errors: this.etcdErrors, is_learner: self?.['is_learner'] === true,
       },
     };

@@ -1,0 +1,222 @@
+// Cordon, drain and uncordon a node the way `kubectl drain` (and so talosctl upgrade) does:
+// DaemonSet pods and mirror pods stay, every other pod goes through the Eviction API so
+// PodDisruptionBudgets are honoured, pods with emptyDir data are evicted too, and a 429 from a
+// budget is retried until the drain's time is up. The client library is loaded only when a drain
+// actually runs: most runner processes never drain anything.
+import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeApiError, httpError, transportError } from './errors.ts';
+
+export interface KubeWriter {
+  server: string;
+  request(method: string, path: string, opts?: { body?: unknown; contentType?: string; signal?: AbortSignal }): Promise<{ status: number; body: unknown }>;
+  close(): void;
+}
+
+/** An HTTPS client authenticated as the kubeconfig's current user (client certificate or token). */
+export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number): Promise<KubeWriter> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromString(kubeconfigYaml);
+  } catch {
+    // The parser's message quotes the offending YAML, which may be key material.
+    throw new Error('kubeconfig could not be parsed');
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const server = cluster.server.replace(/\/+$/, '');
+  const tls: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(tls);
+  const agent = new https.Agent({
+    keepAlive: true,
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    rejectUnauthorized: !cluster.skipTLSVerify,
+    ...(cluster.tlsServerName ? { servername: cluster.tlsServerName } : {}),
+  });
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(tls.headers ?? {})) if (typeof v === 'string') headers[k] = v;
+
+  return {
+    server: new URL(server).host,
+    request(method, path, opts = {}) {
+      const endpoint = `${method} ${new URL(server).host}${path.split('?')[0]}`;
+      const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
+      const signal = opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(deadlineMs)]) : AbortSignal.timeout(deadlineMs);
+      return new Promise((resolve, reject) => {
+        const req = https.request(
+          `${server}${path}`,
+          {
+            method,
+            agent,
+            signal,
+            headers: {
+              ...headers,
+              accept: 'application/json',
+              ...(payload ? { 'content-type': opts.contentType ?? 'application/json', 'content-length': String(payload.length) } : {}),
+            },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('error', (e) => reject(transportError(endpoint, e)));
+            res.on('end', () => {
+              const text = Buffer.concat(chunks).toString('utf8');
+              let body: unknown = text;
+              try {
+                body = JSON.parse(text);
+              } catch {
+                // Not JSON: keep the text for the error message.
+              }
+              resolve({ status: res.statusCode ?? 0, body });
+            });
+          },
+        );
+        req.on('error', (e) => {
+          if (signal.aborted && !opts.signal?.aborted) reject(new KubeApiError('deadline', `${endpoint}: no answer within the ${deadlineMs} ms deadline`));
+          else reject(transportError(endpoint, e));
+        });
+        req.end(payload);
+      });
+    },
+    close: () => agent.destroy(),
+  };
+}
+
+async function expectOk(w: KubeWriter, method: string, path: string, opts: Parameters<KubeWriter['request']>[2]): Promise<unknown> {
+  const r = await w.request(method, path, opts);
+  if (r.status < 200 || r.status > 299) throw httpError(`${method} ${w.server}${path.split('?')[0]}`, r.status, r.body);
+  return r.body;
+}
+
+/** Marks the node (un)schedulable with a merge patch of `spec.unschedulable`, as kubectl cordon does. */
+export async function setUnschedulable(w: KubeWriter, node: string, unschedulable: boolean, signal?: AbortSignal): Promise<void> {
+  await expectOk(w, 'PATCH', `/api/v1/nodes/${encodeURIComponent(node)}`, {
+    body: { spec: { unschedulable: unschedulable ? true : null } },
+    contentType: 'application/strategic-merge-patch+json',
+    ...(signal ? { signal } : {}),
+  });
+}
+
+export interface PodRef {
+  namespace: string;
+  name: string;
+}
+
+interface PodItem {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ kind?: string; controller?: boolean }>;
+    deletionTimestamp?: string;
+  };
+}
+
+export interface NodePods {
+  /** Pods a drain evicts. */
+  evict: PodRef[];
+  /** DaemonSet and mirror pods, which a drain leaves in place. */
+  skipped: Array<PodRef & { why: 'daemonset' | 'mirror' }>;
+}
+
+export async function podsOnNode(w: KubeWriter, node: string, signal?: AbortSignal): Promise<NodePods> {
+  const selector = encodeURIComponent(`spec.nodeName=${node}`);
+  const list = (await expectOk(w, 'GET', `/api/v1/pods?fieldSelector=${selector}`, signal ? { signal } : {})) as { items?: PodItem[] };
+  const out: NodePods = { evict: [], skipped: [] };
+  for (const p of list.items ?? []) {
+    const ref = { namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' };
+    if (p.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined) out.skipped.push({ ...ref, why: 'mirror' });
+    else if ((p.metadata?.ownerReferences ?? []).some((o) => o.controller && o.kind === 'DaemonSet')) out.skipped.push({ ...ref, why: 'daemonset' });
+    else out.evict.push(ref);
+  }
+  return out;
+}
+
+export type EvictionOutcome = 'evicted' | 'gone' | 'blocked';
+
+/** POSTs an Eviction; a 429 means a disruption budget (or the apiserver) refuses for now. */
+export async function evictPod(w: KubeWriter, pod: PodRef, signal?: AbortSignal): Promise<{ outcome: EvictionOutcome; message: string }> {
+  const path = `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}/eviction`;
+  const r = await w.request('POST', path, {
+    body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace } },
+    ...(signal ? { signal } : {}),
+  });
+  const message = typeof r.body === 'object' && r.body !== null ? String((r.body as { message?: unknown }).message ?? '') : String(r.body).slice(0, 200);
+  if (r.status === 404) return { outcome: 'gone', message };
+  if (r.status === 429) return { outcome: 'blocked', message };
+  if (r.status < 200 || r.status > 299) throw httpError(`POST ${w.server}${path}`, r.status, r.body);
+  return { outcome: 'evicted', message };
+}
+
+export class DrainTimeoutError extends Error {
+  override readonly name = 'DrainTimeoutError';
+  constructor(
+    message: string,
+    readonly remaining: Array<PodRef & { reason: string }>,
+  ) {
+    super(message);
+  }
+}
+
+export interface DrainOptions {
+  timeoutMs: number;
+  /** Pause between eviction retries and between checks that evicted pods are gone. */
+  retryMs: number;
+  signal?: AbortSignal;
+  onEvent?: (e: { type: 'skip' | 'evict' | 'blocked' | 'gone'; pod: PodRef; message?: string }) => void | Promise<void>;
+}
+
+const refName = (p: PodRef): string => `${p.namespace}/${p.name}`;
+
+/**
+ * Cordons `node`, then evicts its pods until none is left or the time is up. Pods are evicted
+ * concurrently, each retried while its budget refuses; a pod counts as drained only once it has
+ * disappeared from the node. Throws DrainTimeoutError naming the pods still there and why.
+ */
+export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions): Promise<{ evicted: PodRef[]; skipped: NodePods['skipped'] }> {
+  const deadline = performance.now() + opts.timeoutMs;
+  await setUnschedulable(w, node, true, opts.signal);
+  const pods = await podsOnNode(w, node, opts.signal);
+  for (const s of pods.skipped) await opts.onEvent?.({ type: 'skip', pod: s, message: s.why });
+  const waitOrTimeout = async (ms = opts.retryMs): Promise<boolean> => {
+    const left = deadline - performance.now();
+    if (left <= 0) return false;
+    await sleep(Math.min(ms, left), undefined, opts.signal ? { signal: opts.signal } : {});
+    return true;
+  };
+  // Terminating pods are watched more closely than refused evictions are retried: the reboot waits on them.
+  const goneCheckMs = Math.min(opts.retryMs, 100);
+
+  const reasons = new Map<string, string>();
+  const evictOne = async (pod: PodRef): Promise<void> => {
+    for (;;) {
+      const r = await evictPod(w, pod, opts.signal);
+      if (r.outcome !== 'blocked') {
+        if (r.outcome === 'evicted') await opts.onEvent?.({ type: 'evict', pod });
+        return;
+      }
+      reasons.set(refName(pod), r.message || 'eviction refused (429)');
+      await opts.onEvent?.({ type: 'blocked', pod, message: r.message });
+      if (!(await waitOrTimeout())) return;
+    }
+  };
+  await Promise.all(pods.evict.map(evictOne));
+
+  // Evicted pods terminate in their own time; the node is drained when they are gone.
+  const wanted = new Set(pods.evict.map(refName));
+  for (;;) {
+    const still = (await podsOnNode(w, node, opts.signal)).evict.filter((p) => wanted.has(refName(p)));
+    if (still.length === 0) {
+      for (const p of pods.evict) await opts.onEvent?.({ type: 'gone', pod: p });
+      return { evicted: pods.evict, skipped: pods.skipped };
+    }
+    if (!(await waitOrTimeout(goneCheckMs))) {
+      const remaining = still.map((p) => ({ ...p, reason: reasons.get(refName(p)) ?? 'still terminating' }));
+      const text = remaining.map((p) => `${refName(p)} (${p.reason})`).join(', ');
+      throw new DrainTimeoutError(`drain of ${node} did not finish within ${Math.round(opts.timeoutMs / 1000)}s: ${text}`, remaining);
+    }
+  }
+}
