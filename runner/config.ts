@@ -10,6 +10,8 @@ export interface RunnerConfig {
   port: number;
   adminToken?: string;
   masterKey?: string;
+  /** Shared with a Worker (wrangler secret REZUS_EDGE_KEY): seals webhook secrets only. */
+  edgeKey?: string;
   collectCron: string;
   shutdownGraceS: number;
   logLevel: LogLevel;
@@ -48,6 +50,7 @@ const envSchema = z.object({
   REZUS_PORT: int(0, 65535).default(8080),
   REZUS_ADMIN_TOKEN: optional.refine((v) => v === undefined || v.length >= 16, 'must be at least 16 characters'),
   REZUS_MASTER_KEY: optional,
+  REZUS_EDGE_KEY: optional,
   REZUS_COLLECT_CRON: z.string().default('* * * * *'),
   REZUS_SHUTDOWN_GRACE_S: int(0, 3600).default(30),
   REZUS_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
@@ -77,6 +80,7 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     port: e.REZUS_PORT,
     adminToken: e.REZUS_ADMIN_TOKEN,
     masterKey: e.REZUS_MASTER_KEY,
+    edgeKey: e.REZUS_EDGE_KEY,
     collectCron: e.REZUS_COLLECT_CRON,
     shutdownGraceS: e.REZUS_SHUTDOWN_GRACE_S,
     logLevel: e.REZUS_LOG_LEVEL,
