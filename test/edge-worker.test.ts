@@ -85,6 +85,8 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
         REZUS_MASTER_KEY: MASTER_KEY,
         REZUS_EDGE_KEY: EDGE_KEY,
         REZUS_COLLECT_CRON: '0 0 1 1 *',
+        // Heartbeats every second, so a cancel asked at the edge reaches the running tofu soon.
+        REZUS_LEASE_S: '3',
       }),
     ]);
     runner = started;
@@ -186,6 +188,31 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
     expect(versions.status).toBe(200);
     expect(versions.body.versions.length).toBeGreaterThan(0);
   }, 80_000);
+
+  it('cancels at the edge a run that home is executing', async () => {
+    // A new machine whose creation sleeps, so the apply is still running when the cancel arrives.
+    expect((await home('PATCH', `/v1/clusters/${cluster}`, { providerSettings: { local: { apply_delay_seconds: 60 } } })).status).toBe(200);
+    expect((await home('POST', `/v1/clusters/${cluster}/machines`, { name: 'w2', role: 'worker', provider: 'local' })).status).toBe(201);
+    const accepted = await hook({ cluster: 'lab', mode: 'apply' }, 'dlv-slow');
+    expect(accepted.status).toBe(202);
+    const id = accepted.body.run.id as string;
+    const end = Date.now() + 45_000;
+    const waitFor = async (pred: (r: Json) => boolean) => {
+      for (;;) {
+        const r = (await edge('GET', `/v1/runs/${id}/events`, { token: tenantToken })).body;
+        if (pred(r)) return r;
+        if (Date.now() > end) throw new Error(`run ${id}: ${JSON.stringify(r.run)}`);
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    };
+    // Waits for tofu to be creating w2, not merely for the claim.
+    await waitFor((r) => r.run.state === 'running' && r.events.some((e: Json) => JSON.stringify(e).includes('w2')));
+    const cancel = await edge('POST', `/v1/runs/${id}/cancel`, { token: tenantToken });
+    expect(cancel.status).toBe(202);
+    expect(cancel.body.cancelRequested).toBe(true);
+    const done = await waitFor((r) => !['queued', 'running'].includes(r.run.state));
+    expect(done.run.state).toBe('canceled');
+  }, 60_000);
 
   it('refuses a bad signature and starts nothing', async () => {
     const before = (await edge('GET', `/v1/runs?cluster=${cluster}`, { token: tenantToken })).body.runs.length;
