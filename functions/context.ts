@@ -20,6 +20,11 @@ export interface Deps {
   jobs: Jobs;
   bus: RunBus;
   sealer: Sealer;
+  /**
+   * Seals webhook secrets only, under the edge key (REZUS_EDGE_KEY) that home and the Worker share;
+   * absent when no edge is configured. See functions/webhooks/secret.ts.
+   */
+  webhookSealer?: Sealer;
   clock: Clock;
   log: Logger;
   settings: Settings;
@@ -49,6 +54,8 @@ export interface AppEnv {
 export function assembleDeps(parts: {
   database: Database;
   masterKey: Uint8Array;
+  /** REZUS_EDGE_KEY: lets home seal webhook secrets for a Worker as well. */
+  edgeKey?: Uint8Array;
   clock: Clock;
   log: Logger;
   settings: Settings;
@@ -64,6 +71,7 @@ export function assembleDeps(parts: {
     jobs: createJobs({ db: parts.database.db, clock: parts.clock, bus }),
     bus,
     sealer: createSealer(parts.masterKey),
+    ...(parts.edgeKey ? { webhookSealer: createSealer(parts.edgeKey) } : {}),
     clock: parts.clock,
     log: parts.log,
     settings: parts.settings,

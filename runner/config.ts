@@ -10,6 +10,8 @@ export interface RunnerConfig {
   port: number;
   adminToken?: string;
   masterKey?: string;
+  /** Shared with a Worker (wrangler secret REZUS_EDGE_KEY): seals webhook secrets only. */
+  edgeKey?: string;
   collectCron: string;
   /** Cron pattern of scheduled etcd snapshots; empty: none. */
   etcdSnapshotCron: string;
@@ -52,6 +54,7 @@ const envSchema = z.object({
   REZUS_PORT: int(0, 65535).default(8080),
   REZUS_ADMIN_TOKEN: optional.refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
   REZUS_MASTER_KEY: optional,
+  REZUS_EDGE_KEY: optional,
   REZUS_COLLECT_CRON: z.string().default('* * * * *'),
   REZUS_ETCD_SNAPSHOT_CRON: z.string().default('17 3 * * *'),
   REZUS_ETCD_SNAPSHOT_KEEP: int(1, 1000).default(7),
@@ -84,6 +87,7 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     port: e.REZUS_PORT,
     adminToken: e.REZUS_ADMIN_TOKEN,
     masterKey: e.REZUS_MASTER_KEY,
+    edgeKey: e.REZUS_EDGE_KEY,
     collectCron: e.REZUS_COLLECT_CRON,
     etcdSnapshotCron: e.REZUS_ETCD_SNAPSHOT_CRON,
     etcdSnapshotKeep: e.REZUS_ETCD_SNAPSHOT_KEEP,

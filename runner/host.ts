@@ -15,6 +15,7 @@ import { isTerminal } from '../lib/jobs/types.ts';
 import { removePartialBackups } from './jobs/backup/executor.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
+import { parseKey32 } from '../lib/crypto/key-text.ts';
 import { createLogger } from '../lib/log.ts';
 import { generateSecrets } from '../lib/talos/secrets.ts';
 import { ensureAdminToken } from './admin-token.ts';
@@ -46,6 +47,8 @@ export async function startHost(
   const log = createLogger(config.logLevel);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
+  const edgeKey = config.edgeKey ? parseKey32(config.edgeKey, 'REZUS_EDGE_KEY') : undefined;
+  if (edgeKey?.equals(masterKey)) throw new Error('REZUS_EDGE_KEY must differ from the master key: the edge holds it');
   const database = await openDatabase({ url: config.dbUrl, authToken: config.dbAuthToken });
   await runMigrations(database);
   const clock = systemClock;
@@ -54,6 +57,7 @@ export async function startHost(
   const deps: Deps = assembleDeps({
     database,
     masterKey,
+    edgeKey,
     clock,
     log,
     settings: {

@@ -4,3 +4,4 @@ export * from './provision.ts';
 export * from './health.ts';
 export * from './sessions.ts';
 export * from './etcd.ts';
+export * from './edge.ts';

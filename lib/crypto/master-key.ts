@@ -1,14 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseKey32 } from './key-text.ts';
 
 /** Parses a master key given as 64 hex characters or base64 of 32 bytes. */
-export function parseMasterKey(text: string): Buffer {
-  const t = text.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, 'hex') : Buffer.from(t, 'base64');
-  if (key.length !== 32) throw new Error('REZUS_MASTER_KEY must be 32 bytes, as 64 hex characters or base64');
-  return key;
-}
+export const parseMasterKey = (text: string): Buffer => parseKey32(text, 'REZUS_MASTER_KEY');
 
 /**
  * The key from the environment, else the one in `<dataDir>/master.key`, created 0600 on first

@@ -1,0 +1,259 @@
+// The product Worker (functions/worker.ts) built by `wrangler deploy --dry-run`, run in workerd
+// (miniflare) against the Hrana simulator, with a real home runner process sharing the database:
+// a signed webhook at the edge becomes a run that home claims and executes with tofu on the
+// `local` module, and the edge then reads the run, its events and the cluster.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createParser } from 'eventsource-parser';
+import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signBody } from '../lib/auth/webhook.ts';
+import { checkPortable } from '../scripts/portable-bundle.ts';
+import { startRunner } from './support/runner-process.ts';
+import { buildWorker, nodeImports, wranglerNode, WORKERD_PROVIDED } from './support/wrangler-build.ts';
+import { startHranaSim, type HranaSim } from './sim/hrana/server.ts';
+
+// No telemetry and no Request.cf fetch: everything stays on loopback.
+process.env.WRANGLER_SEND_METRICS = 'false';
+process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
+
+const found = await wranglerNode();
+if ('missing' in found) console.warn(`edge-worker tests skipped: ${found.missing}`);
+
+const DB_TOKEN = 'edge-db-token-' + randomBytes(8).toString('hex');
+const ADMIN = 'admin-' + randomBytes(16).toString('hex');
+const MASTER_KEY = randomBytes(32).toString('base64');
+const EDGE_KEY = randomBytes(32).toString('hex');
+const CONFIG = join(import.meta.dirname, '..', 'wrangler.toml');
+
+let dir: string;
+let sim: HranaSim;
+let runner: Awaited<ReturnType<typeof startRunner>> | undefined;
+let mf: Miniflare | undefined;
+let bundleSource: string;
+let tenant: string;
+let cluster: string;
+let webhookSecret: string;
+let tenantToken: string;
+
+// Response bodies are checked field by field below.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+
+async function home(method: string, path: string, body?: unknown) {
+  const res = await fetch(new URL(path, runner!.url), {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
+async function edge(method: string, path: string, init: { body?: string | Uint8Array; headers?: Record<string, string>; token?: string } = {}) {
+  const res = await mf!.dispatchFetch(`http://edge.test${path}`, {
+    method,
+    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...init.headers },
+    body: init.body,
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as Json, headers: res.headers };
+}
+
+function hook(payload: unknown, delivery: string, secret = webhookSecret) {
+  const raw = new TextEncoder().encode(JSON.stringify(payload));
+  return edge('POST', `/v1/hooks/${tenant}/provision`, {
+    body: raw,
+    headers: { 'content-type': 'application/json', 'x-rezus-signature': signBody(secret, raw), 'x-rezus-delivery': delivery },
+  });
+}
+
+describe.skipIf('missing' in found)('the Worker in workerd with a home runner sharing the database', () => {
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'edge-worker-'));
+    sim = await startHranaSim({ dbPath: join(dir, 'shared.db'), authToken: DB_TOKEN });
+    const [bundle, started] = await Promise.all([
+      buildWorker((found as { node: string }).node, CONFIG, join(dir, 'dist')),
+      startRunner({
+        REZUS_DB_URL: sim.url,
+        REZUS_DB_AUTH_TOKEN: DB_TOKEN,
+        REZUS_DATA_DIR: join(dir, 'home'),
+        REZUS_HOST: '127.0.0.1',
+        REZUS_PORT: '0',
+        REZUS_ADMIN_TOKEN: ADMIN,
+        REZUS_MASTER_KEY: MASTER_KEY,
+        REZUS_EDGE_KEY: EDGE_KEY,
+        REZUS_COLLECT_CRON: '0 0 1 1 *',
+        // Heartbeats every second, so a cancel asked at the edge reaches the running tofu soon.
+        REZUS_LEASE_S: '3',
+      }),
+    ]);
+    runner = started;
+    bundleSource = await readFile(bundle, 'utf8');
+    mf = new Miniflare(
+      convertV4MiniflareOptions({
+        modules: true,
+        scriptPath: bundle,
+        // Module names are relative to this root; a bundle outside the working directory needs its own.
+        modulesRoot: dirname(bundle),
+        compatibilityDate: '2026-11-01',
+        compatibilityFlags: ['nodejs_compat'],
+        cf: false,
+        bindings: { REZUS_DB_URL: sim.url, REZUS_DB_AUTH_TOKEN: DB_TOKEN, REZUS_EDGE_KEY: EDGE_KEY, REZUS_FOLLOW_POLL_MS: '200' },
+      }),
+    );
+
+    // Home does what needs the master key: the cluster (RSA-4096 CAs), its machines, the webhook secret.
+    const t = await home('POST', '/v1/tenants', { name: 'edge' });
+    tenant = t.body.id;
+    const c = await home('POST', '/v1/clusters', { tenant, name: 'lab', endpoint: 'https://[2001:db8::1]:6443', providerSettings: { local: { apply_delay_seconds: 0 } } });
+    expect(c.status, JSON.stringify(c.body)).toBe(201);
+    cluster = c.body.id;
+    for (const [i, name] of ['cp1', 'w1'].entries()) {
+      const m = await home('POST', `/v1/clusters/${cluster}/machines`, { name, role: i === 0 ? 'controlplane' : 'worker', provider: 'local' });
+      expect(m.status).toBe(201);
+    }
+    const s = await home('POST', `/v1/tenants/${tenant}/webhook-secret`, undefined);
+    expect(s.status).toBe(201);
+    webhookSecret = s.body.secret;
+    const tok = await home('POST', `/v1/tenants/${tenant}/tokens`, { name: 'edge-reader', scopes: ['read', 'write'] });
+    tenantToken = tok.body.token;
+  }, 80_000);
+
+  afterAll(async () => {
+    await mf?.dispose();
+    if (runner) {
+      runner.child.kill('SIGTERM');
+      await runner.child;
+    }
+    await sim?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('bundles without a Node-only module', async () => {
+    const outside = nodeImports(bundleSource).filter((m) => !WORKERD_PROVIDED.has(m));
+    expect(outside).toEqual([]);
+    expect((await checkPortable('functions/worker.ts')).violations).toEqual([]);
+  }, 60_000);
+
+  it('turns a signed webhook into a run that home executes with tofu; the edge reads it back', async () => {
+    const accepted = await hook({ cluster: 'lab', mode: 'apply' }, 'dlv-1');
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    const run = accepted.body.run;
+    expect(run).toMatchObject({ kind: 'provision', cluster, state: 'queued', createdBy: 'webhook:dlv-1' });
+
+    // Redelivery starts nothing and names the first run.
+    const again = await hook({ cluster: 'lab', mode: 'apply' }, 'dlv-1');
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ duplicate: true, run: { id: run.id } });
+
+    // Live events through the Worker (SSE, polling the database) until the run ends at home.
+    const res = await mf!.dispatchFetch(`http://edge.test/v1/runs/${run.id}/events`, {
+      headers: { authorization: `Bearer ${tenantToken}`, accept: 'text/event-stream' },
+    });
+    expect(res.status).toBe(200);
+    const seen: Array<{ event?: string; data: string }> = [];
+    const parser = createParser({ onEvent: (e) => seen.push({ event: e.event, data: e.data }) });
+    const reader = res.body!.getReader();
+    const text = new TextDecoder();
+    const deadline = Date.now() + 60_000;
+    while (!seen.some((e) => e.event === 'end') && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      parser.feed(text.decode(value, { stream: true }));
+    }
+    await reader.cancel();
+    const end = seen.find((e) => e.event === 'end');
+    expect(end, 'the stream ended with the run').toBeDefined();
+    expect(JSON.parse(end!.data)).toMatchObject({ id: run.id, state: 'succeeded' });
+    const types = seen.filter((e) => e.event === 'run-event').map((e) => (JSON.parse(e.data) as { type: string }).type);
+    expect(types[0]).toBe('queued');
+    expect(types).toContain('started');
+    expect(types.at(-1)).toBe('succeeded');
+
+    const shown = await edge('GET', `/v1/runs/${run.id}`, { token: tenantToken });
+    expect(shown.body).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(shown.body.startedAt).toBeGreaterThanOrEqual(run.createdAt);
+    const listed = await edge('GET', `/v1/runs?cluster=${cluster}`, { token: tenantToken });
+    expect(listed.body.runs.map((r: { id: string }) => r.id)).toContain(run.id);
+
+    // tofu's apply at home recorded the machines; the edge reads them from the shared database.
+    const machines = await edge('GET', `/v1/clusters/${cluster}/machines`, { token: tenantToken });
+    expect(machines.status).toBe(200);
+    expect(machines.body.machines.map((m: { name: string }) => m.name).sort()).toEqual(['cp1', 'w1']);
+    const c = await edge('GET', `/v1/clusters/${cluster}`, { token: tenantToken });
+    expect(c.body).toMatchObject({ id: cluster, name: 'lab' });
+    const versions = await edge('GET', `/v1/clusters/${cluster}/state/versions`, { token: tenantToken });
+    expect(versions.status).toBe(200);
+    expect(versions.body.versions.length).toBeGreaterThan(0);
+  }, 80_000);
+
+  it('cancels at the edge a run that home is executing', async () => {
+    // A new machine whose creation sleeps, so the apply is still running when the cancel arrives.
+    expect((await home('PATCH', `/v1/clusters/${cluster}`, { providerSettings: { local: { apply_delay_seconds: 60 } } })).status).toBe(200);
+    expect((await home('POST', `/v1/clusters/${cluster}/machines`, { name: 'w2', role: 'worker', provider: 'local' })).status).toBe(201);
+    const accepted = await hook({ cluster: 'lab', mode: 'apply' }, 'dlv-slow');
+    expect(accepted.status).toBe(202);
+    const id = accepted.body.run.id as string;
+    const end = Date.now() + 45_000;
+    const waitFor = async (pred: (r: Json) => boolean) => {
+      for (;;) {
+        const r = (await edge('GET', `/v1/runs/${id}/events`, { token: tenantToken })).body;
+        if (pred(r)) return r;
+        if (Date.now() > end) throw new Error(`run ${id}: ${JSON.stringify(r.run)}`);
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    };
+    // Waits for tofu to be creating w2, not merely for the claim.
+    await waitFor((r) => r.run.state === 'running' && r.events.some((e: Json) => JSON.stringify(e).includes('w2')));
+    const cancel = await edge('POST', `/v1/runs/${id}/cancel`, { token: tenantToken });
+    expect(cancel.status).toBe(202);
+    expect(cancel.body.cancelRequested).toBe(true);
+    const done = await waitFor((r) => !['queued', 'running'].includes(r.run.state));
+    expect(done.run.state).toBe('canceled');
+  }, 60_000);
+
+  it('refuses a bad signature and starts nothing', async () => {
+    const before = (await edge('GET', `/v1/runs?cluster=${cluster}`, { token: tenantToken })).body.runs.length;
+    const forged = await hook({ cluster: 'lab', mode: 'apply', destroy: true }, 'dlv-forged', 'whsec_not-the-secret');
+    expect(forged.status).toBe(401);
+    expect(forged.body.error.code).toBe('bad_signature');
+    expect((await edge('GET', `/v1/runs?cluster=${cluster}`, { token: tenantToken })).body.runs.length).toBe(before);
+  });
+
+  it('sends what needs the master key or key generation home with 409 runs_at_home', async () => {
+    const create = await edge('POST', '/v1/clusters', {
+      token: tenantToken,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tenant, name: 'other', endpoint: 'https://[2001:db8::2]:6443' }),
+    });
+    expect(create.status).toBe(409);
+    expect(create.body.error.code).toBe('runs_at_home');
+    const talosconfig = await edge('GET', `/v1/clusters/${cluster}/talosconfig`, { token: tenantToken });
+    expect(talosconfig.body.error.code).toBe('runs_at_home');
+    const state = await edge('GET', `/v1/state/${tenant}/${cluster}`);
+    expect(state.body.error.code).toBe('runs_at_home');
+    const clusters = await edge('GET', '/v1/clusters', { token: tenantToken });
+    expect(clusters.body.clusters.map((c: { name: string }) => c.name)).toEqual(['lab']);
+  });
+
+  it('runs a cron tick that only enqueues a collect pass; home claims it', async () => {
+    // miniflare's Fetcher type omits scheduled(); the object has it.
+    const worker = (await mf!.getWorker()) as unknown as { scheduled(o: { cron: string }): Promise<{ outcome: string }> };
+    expect((await worker.scheduled({ cron: '*/5 * * * *' })).outcome).toBe('ok');
+    const runs = (await home('GET', '/v1/runs?limit=50')).body.runs as Array<{ id: string; kind: string; createdBy: string }>;
+    const pass = runs.find((r) => r.kind === 'collect' && r.createdBy === 'cron');
+    expect(pass).toBeDefined();
+    // A pass spans every tenant, so only the admin sees it; the Worker holds no admin token here.
+    expect((await edge('GET', `/v1/runs/${pass!.id}`, { token: tenantToken })).status).toBe(404);
+    const end = Date.now() + 30_000;
+    let run = (await home('GET', `/v1/runs/${pass!.id}`)).body;
+    while (run.startedAt === null && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 100));
+      run = (await home('GET', `/v1/runs/${pass!.id}`)).body;
+    }
+    expect(run.startedAt, 'home claimed the pass').not.toBeNull();
+    expect(run.attempt).toBe(1);
+  }, 60_000);
+});
