@@ -13,8 +13,8 @@ import { talosAddressOf } from '../machine-config/access.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { DEFAULT_SNAPSHOT_KEEP, etcdRestoreJob, etcdSnapshotJob, snapshotSealContext } from './job.ts';
 
-const snapshotBody = z.strictObject({ keep: z.number().int().min(1).max(1000).optional() });
-const restoreBody = z.strictObject({ machine: z.union([idParam, dnsLabel]) });
+export const snapshotBody = z.strictObject({ keep: z.number().int().min(1).max(1000).optional() });
+export const restoreBody = z.strictObject({ machine: z.union([idParam, dnsLabel]) });
 
 const listed = { id: etcdSnapshots.id, createdAt: etcdSnapshots.createdAt, machine: etcdSnapshots.machineName, sizeBytes: etcdSnapshots.sizeBytes, revision: etcdSnapshots.revision, sha256: etcdSnapshots.sha256, trigger: etcdSnapshots.trigger, runId: etcdSnapshots.runId };
 

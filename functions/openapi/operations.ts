@@ -10,7 +10,8 @@ import { createMachine, updateMachine } from '../inventory/machines.ts';
 import { createTenant, createToken } from '../inventory/tenants.ts';
 import { putCredentials } from '../providers/routes.ts';
 import { hookBody, provisionBody } from '../provision/routes.ts';
-import { bootstrapBody, pushBody } from '../push-config/routes.ts';
+import { bootstrapBody, clusterPushBody, pushBody } from '../push-config/routes.ts';
+import { restoreBody, snapshotBody } from '../etcd/routes.ts';
 import { eventsQuery, listQuery } from '../runs/routes.ts';
 import { upgradeBody } from '../upgrade/routes.ts';
 
@@ -74,8 +75,14 @@ export function operations(): Operation[] {
 
     op({ method: 'post', path: '/v1/clusters/:id/provision', tag: 'provision', summary: 'Queue a tofu plan, apply or destroy', auth: 'bearer', scope: 'write', body: provisionBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/runs/:id/approve', tag: 'provision', summary: 'Apply exactly the plan a plan run saved (409 once the state moved)', auth: 'bearer', scope: 'write', answer: 'run' }),
+    op({ method: 'post', path: '/v1/hooks/:tenant/clusters/:cluster/provision', tag: 'webhooks', summary: "GitHub-style webhook (X-Hub-Signature-256, X-GitHub-Delivery): queue a provision run of the named cluster; ?mode=plan|apply", auth: 'signature', answer: 'run' }),
     op({ method: 'post', path: '/v1/hooks/:tenant/provision', tag: 'webhooks', summary: 'Signed webhook: queue a provision run', auth: 'signature', body: hookBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/clusters/:id/machines/:mid/push-config', tag: 'push-config', summary: "Push a bare-metal machine's config over the Talos API", auth: 'bearer', scope: 'write', body: pushBody, answer: 'run' }),
+    op({ method: 'post', path: '/v1/clusters/:id/push-config', tag: 'push-config', summary: 'Push every named (default: every metal) machine in one run, concurrently; optionally bootstrap', auth: 'bearer', scope: 'write', body: clusterPushBody, answer: 'run' }),
+    op({ method: 'post', path: '/v1/clusters/:id/etcd-snapshots', tag: 'etcd', summary: 'Take an etcd snapshot from a healthy control plane now', auth: 'bearer', scope: 'write', body: snapshotBody, answer: 'run' }),
+    op({ method: 'get', path: '/v1/clusters/:id/etcd-snapshots', tag: 'etcd', summary: "List the cluster's etcd snapshots (size, revision, source)", auth: 'bearer', scope: 'read', answer: 'json' }),
+    op({ method: 'get', path: '/v1/clusters/:id/etcd-snapshots/:sid', tag: 'etcd', summary: 'Download an etcd snapshot (audited)', auth: 'bearer', scope: 'secrets:read', answer: 'file' }),
+    op({ method: 'post', path: '/v1/clusters/:id/etcd-snapshots/:sid/restore', tag: 'etcd', summary: 'Restore a snapshot: EtcdRecover upload, then Bootstrap with recover_etcd', auth: 'bearer', scope: 'write', body: restoreBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/clusters/:id/bootstrap', tag: 'push-config', summary: 'Bootstrap etcd on the first configured control plane, once', auth: 'bearer', scope: 'write', body: bootstrapBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/clusters/:id/upgrade', tag: 'upgrade', summary: 'Queue a rolling Talos upgrade', auth: 'bearer', scope: 'write', body: upgradeBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/collect', tag: 'health', summary: 'Queue a health collect pass', auth: 'bearer', scope: 'write', body: collectBody, answer: 'run' }),

@@ -23,7 +23,7 @@ export const pushBody = z.strictObject({
   dryRun: z.boolean().optional(),
 });
 
-const clusterPushBody = z.strictObject({
+export const clusterPushBody = z.strictObject({
   machines: z.array(z.strictObject({ id: z.union([idParam, dnsLabel]), certFingerprint: z.string().max(200).optional() })).min(1).max(500).optional(),
   insecure: z.boolean().optional(),
   bootstrap: z.boolean().optional(),
