@@ -2,3 +2,4 @@ export * from './core.ts';
 export * from './state.ts';
 export * from './provision.ts';
 export * from './health.ts';
+export * from './mesh.ts';
