@@ -13,6 +13,7 @@ import { collectMetrics } from './collect/metrics.ts';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { machineConfigRoutes } from './machine-config/routes.ts';
+import { meshRoutes } from './mesh/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
 import { countRequests } from './ops/http-metrics.ts';
 import { opsRoutes, type MetricsSource } from './ops/routes.ts';
@@ -79,6 +80,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/collect', collectRoutes());
   v1.route('/clusters', pushConfigRoutes());
   v1.route('/clusters', upgradeRoutes());
+  v1.route('/clusters', meshRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/runs', approveRoutes());
   v1.route('/audit', auditRoutes());

@@ -9,6 +9,7 @@ import type { Scope } from '../lib/auth/tokens.ts';
 import { createHttpMetrics, type HttpMetrics } from './ops/http-metrics.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
 import type { UpgradeTimings } from './upgrade/timings.ts';
+import type { MeshHubControl } from '../lib/mesh/control.ts';
 
 /** What handlers and executors need from the host; tests build their own. */
 export interface Settings {
@@ -69,6 +70,8 @@ export interface Deps {
   metrics: HttpMetrics;
   /** Mints a new cluster's secrets (CAs, keys, tokens); RSA-4096 makes this the slow part of creating a cluster. */
   newClusterSecrets(): Promise<ClusterSecrets>;
+  /** The WireGuard hub on this host, when it runs one (the Node runner); absent on Workers. */
+  meshHub?: MeshHubControl;
 }
 
 export type AppExecutors = ExecutorRegistry<Deps>;

@@ -5,7 +5,8 @@ import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { parseWgDump, renderHubConfig, type HubConfigInput, type InterfaceStatus } from './hub-config.ts';
+import { parseWgDump, renderHubConfig, type HubConfigInput } from './hub-config.ts';
+import type { HubMode, HubStatus } from './hub-driver-types.ts';
 
 export interface HubDriverOptions {
   interfaceName: string;
@@ -28,15 +29,7 @@ export interface HubApplyInput extends HubConfigInput {
   mtu?: number;
 }
 
-export type HubMode = 'kernel' | 'userspace';
-
-export interface HubStatus {
-  state: 'up' | 'down' | 'unavailable';
-  mode: HubMode | null;
-  /** What keeps the hub from running, in words an operator can act on; empty when it runs. */
-  missing: string[];
-  interface: InterfaceStatus | null;
-}
+export type { HubMode, HubStatus };
 
 const CAP_NET_ADMIN = 12n;
 const HUB_MTU = 1420;
