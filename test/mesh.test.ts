@@ -1,6 +1,6 @@
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, runMigrations } from '../db/client.ts';
+import { openDatabase } from '../db/client.ts';
 import { machines } from '../db/schema/index.ts';
 import { isWireguardKey, generateKeyPair, publicKeyOf } from '../lib/mesh/keys.ts';
 import { parseWgDump, renderHubConfig } from '../lib/mesh/hub-config.ts';
@@ -167,5 +167,28 @@ describe('allocation', () => {
     ]);
     const other = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: '10.77.0.0/16' } });
     expect(other.status).toBe(409);
+  });
+});
+
+describe('dial address and node documents', () => {
+  it('dials the overlay address once the mesh is on, and renders the node document from the database', async () => {
+    const h = await createHarness();
+    try {
+      const { dialAddress, meshDocuments } = await import('../lib/mesh/dial.ts');
+      const { clusterId } = await seedCluster(h);
+      const m = await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { name: 'n1', role: 'worker', provider: 'metal', address: '192.0.2.10' } });
+      expect(await dialAddress(h.deps.db, m.body.id, '192.0.2.10')).toBe('192.0.2.10');
+      expect(await meshDocuments(h.deps, m.body.id)).toEqual([]);
+      await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '[2001:DB8::7]:51820' } });
+      expect(await dialAddress(h.deps.db, m.body.id, '192.0.2.10')).toBe('100.64.0.2');
+      const [doc] = await meshDocuments(h.deps, m.body.id);
+      expect(doc).toMatchObject({ kind: 'WireguardConfig', peers: [{ endpoint: '[2001:db8::7]:51820', persistentKeepaliveInterval: '25s' }] });
+      const yaml = renderMachineConfig({ secrets: await sharedSecrets(), clusterName: 'c1', endpoint: 'https://[2001:db8::1]:6443', role: 'worker', installDisk: '/dev/sda', extraDocuments: [doc!] });
+      expect(validateConfigDocuments(yaml)).toEqual([]);
+      await h.call('DELETE', `/v1/clusters/${clusterId}/mesh`);
+      expect(await dialAddress(h.deps.db, m.body.id, '192.0.2.10')).toBe('192.0.2.10');
+    } finally {
+      await h.close();
+    }
   });
 });
