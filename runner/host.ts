@@ -11,6 +11,9 @@ import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { createLogger } from '../lib/log.ts';
 import { generateSecrets } from '../lib/talos/secrets.ts';
+import { createHubDriver } from '../lib/mesh/hub-driver.ts';
+import { createMeshHubControl } from '../lib/mesh/hub-sync.ts';
+import { DEFAULT_INTERFACE } from '../lib/mesh/store.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import { startCron } from './cron.ts';
@@ -62,6 +65,8 @@ export async function startHost(
     },
     newClusterSecrets: generateSecrets,
   });
+  // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
+  deps.meshHub = createMeshHubControl(deps, createHubDriver({ interfaceName: DEFAULT_INTERFACE }));
 
   const app = createApp(deps, opts.app);
   const server = await new Promise<ServerType>((resolve) => {
