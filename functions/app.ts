@@ -16,6 +16,7 @@ import { collectRoutes, healthRoutes } from './collect/routes.ts';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { machineConfigRoutes } from './machine-config/routes.ts';
+import { meshRoutes } from './mesh/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
 import { countRequests } from './ops/count-requests.ts';
 import { opsRoutes } from './ops/routes.ts';
@@ -93,6 +94,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/clusters', pushConfigRoutes());
   v1.route('/clusters', upgradeRoutes());
   v1.route('/clusters', etcdSnapshotRoutes());
+  v1.route('/clusters', meshRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/runs', approveRoutes());
   v1.route('/audit', auditRoutes());

@@ -10,11 +10,14 @@ import type { Logger } from '../lib/log.ts';
 import type { Scope } from '../lib/auth/tokens.ts';
 import { noMetrics, type Metrics } from './ops/http-metrics.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
+import type { MeshHubControl } from '../lib/mesh/control.ts';
 import type { Settings } from './settings.ts';
 
 export type { Settings, PushTimings, UpgradeTimings } from './settings.ts';
 
 export interface Deps {
+  /** The WireGuard hub on this host, when it runs one (the Node runner); absent on Workers. */
+  meshHub?: MeshHubControl;
   database: Database;
   db: Db;
   jobs: Jobs;

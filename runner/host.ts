@@ -18,6 +18,9 @@ import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { parseKey32 } from '../lib/crypto/key-text.ts';
 import { createLogger } from '../lib/log.ts';
 import { generateSecrets } from '../lib/talos/secrets.ts';
+import { createHubDriver } from '../lib/mesh/hub-driver.ts';
+import { createMeshHubControl } from '../lib/mesh/hub-sync.ts';
+import { DEFAULT_INTERFACE } from '../lib/mesh/store.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import { startCron } from './cron.ts';
@@ -79,6 +82,8 @@ export async function startHost(
     metrics: createPromMetrics(() => deps),
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
+  // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
+  deps.meshHub = createMeshHubControl(deps, createHubDriver({ interfaceName: DEFAULT_INTERFACE }));
 
   const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
   const server = await new Promise<ServerType>((resolve) => {

@@ -5,3 +5,4 @@ export * from './health.ts';
 export * from './sessions.ts';
 export * from './etcd.ts';
 export * from './edge.ts';
+export * from './mesh.ts';

@@ -49,6 +49,8 @@ export interface MachineConfigInput {
   network?: { podSubnets?: string[]; serviceSubnets?: string[] };
   clusterPatches?: PatchInput[];
   machinePatches?: PatchInput[];
+  /** Further multi-doc documents (e.g. the mesh's WireguardConfig), after HostnameConfig and before patches. */
+  extraDocuments?: ConfigDocument[];
 }
 
 /** Invalid input or a patch that breaks the config; `issues` name the field, never its value. */
@@ -84,6 +86,7 @@ const inputSchema = z.strictObject({
   network: subnetsSchema.default({ podSubnets: ['10.244.0.0/16'], serviceSubnets: ['10.96.0.0/12'] }),
   clusterPatches: z.array(patchSchema).default([]),
   machinePatches: z.array(patchSchema).default([]),
+  extraDocuments: z.array(z.custom<ConfigDocument>((v) => typeof v === 'object' && v !== null && !Array.isArray(v))).default([]),
 });
 
 type CheckedInput = z.output<typeof inputSchema>;
@@ -201,7 +204,7 @@ function baseDocuments(input: CheckedInput): ConfigDocument[] {
   const hostname: ConfigDocument = input.hostname
     ? { apiVersion: 'v1alpha1', kind: 'HostnameConfig', hostname: input.hostname }
     : { apiVersion: 'v1alpha1', kind: 'HostnameConfig', auto: 'stable' };
-  return [v1alpha1, hostname];
+  return [v1alpha1, hostname, ...input.extraDocuments.map((d) => structuredClone(d))];
 }
 
 function assertWithoutIssues(docs: ConfigDocument[], role: MachineRole): FieldIssue[] {

@@ -31,8 +31,8 @@ export interface SimServiceState {
 }
 
 export interface SimNodeOptions {
-  /** Loopback address to listen on. */
-  host?: '127.0.0.1' | '::1';
+  /** Address to listen on: loopback, or an address inside a test network namespace (mesh tests). */
+  host?: string;
   /** Talos version tag reported by Version; below v1.13 the LifecycleService/ImageService are unknown. */
   version?: string;
   /** How long the node is unreachable while it reboots (after apply, upgrade or Reboot); at least ~120 ms. */

@@ -1,0 +1,38 @@
+// Node-only: builds the hub's desired config from the database and applies it with the driver.
+import type { Db } from '../../db/client.ts';
+import { meshClusters } from '../../db/schema/index.ts';
+import type { Sealer } from '../crypto/seal.ts';
+import type { MeshHubControl } from './control.ts';
+import type { HubApplyInput, HubDriver } from './hub-driver.ts';
+import { HubUnavailableError } from './hub-driver.ts';
+import { hubPrivateKey, hubSideEndpoint, listAllPeers, loadHub, peerAddresses } from './store.ts';
+
+export async function desiredHub(deps: { db: Db; sealer: Sealer }): Promise<HubApplyInput | null> {
+  const hub = await loadHub(deps.db);
+  if (!hub) return null;
+  const clusters = new Map((await deps.db.select().from(meshClusters).all()).map((c) => [c.clusterId, c]));
+  const peers = (await listAllPeers(deps.db)).filter((p) => clusters.has(p.clusterId));
+  return {
+    privateKey: hubPrivateKey(deps, hub),
+    listenPort: hub.row.listenPort,
+    addresses: [`${hub.addresses.ipv4}/${hub.v4.length}`, `${hub.addresses.ipv6}/${hub.v6.length}`],
+    peers: peers.map((p) => ({ publicKey: p.publicKey, ...peerAddresses(hub, p), endpoint: hubSideEndpoint(clusters.get(p.clusterId)!, p) })),
+  };
+}
+
+export function createMeshHubControl(deps: { db: Db; sealer: Sealer }, driver: HubDriver): MeshHubControl {
+  return {
+    async sync() {
+      const want = await desiredHub(deps);
+      if (!want) return driver.status();
+      try {
+        await driver.apply(want);
+      } catch (err) {
+        if (err instanceof HubUnavailableError) return { state: 'unavailable', mode: null, missing: err.missing, interface: null };
+        throw err;
+      }
+      return driver.status();
+    },
+    status: () => driver.status(),
+  };
+}
