@@ -33,7 +33,7 @@ const prefixField = (family: 4 | 6) =>
   }, `must be an IPv${family} prefix with zero host bits${family === 4 ? ', e.g. 100.64.0.0/10' : ', e.g. fd7a:7265:7a75::/64'}`);
 const port = z.number().int().min(1).max(65535);
 
-const meshBody = z
+export const meshBody = z
   .strictObject({
     endpoint: endpointField.optional(),
     relay: z

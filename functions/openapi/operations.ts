@@ -12,6 +12,7 @@ import { putCredentials } from '../providers/routes.ts';
 import { hookBody, provisionBody } from '../provision/routes.ts';
 import { bootstrapBody, clusterPushBody, pushBody } from '../push-config/routes.ts';
 import { restoreBody, snapshotBody } from '../etcd/routes.ts';
+import { meshBody } from '../mesh/routes.ts';
 import { eventsQuery, listQuery } from '../runs/routes.ts';
 import { upgradeBody } from '../upgrade/routes.ts';
 
@@ -83,6 +84,9 @@ export function operations(): Operation[] {
     op({ method: 'get', path: '/v1/clusters/:id/etcd-snapshots', tag: 'etcd', summary: "List the cluster's etcd snapshots (size, revision, source)", auth: 'bearer', scope: 'read', answer: 'json' }),
     op({ method: 'get', path: '/v1/clusters/:id/etcd-snapshots/:sid', tag: 'etcd', summary: 'Download an etcd snapshot (audited)', auth: 'bearer', scope: 'secrets:read', answer: 'file' }),
     op({ method: 'post', path: '/v1/clusters/:id/etcd-snapshots/:sid/restore', tag: 'etcd', summary: 'Restore a snapshot: EtcdRecover upload, then Bootstrap with recover_etcd', auth: 'bearer', scope: 'write', body: restoreBody, answer: 'run' }),
+    op({ method: 'put', path: '/v1/clusters/:id/mesh', tag: 'mesh', summary: 'Turn on the WireGuard mesh: hub endpoint (IP literal) or relay; every machine gets a key and overlay address', auth: 'bearer', scope: 'write', body: meshBody, answer: 'json' }),
+    op({ method: 'get', path: '/v1/clusters/:id/mesh', tag: 'mesh', summary: "The mesh and each peer's last handshake, endpoint and bytes", auth: 'bearer', scope: 'read', answer: 'json' }),
+    op({ method: 'delete', path: '/v1/clusters/:id/mesh', tag: 'mesh', summary: 'Turn the mesh off', auth: 'bearer', scope: 'write', answer: 'empty', status: 204 }),
     op({ method: 'post', path: '/v1/clusters/:id/bootstrap', tag: 'push-config', summary: 'Bootstrap etcd on the first configured control plane, once', auth: 'bearer', scope: 'write', body: bootstrapBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/clusters/:id/upgrade', tag: 'upgrade', summary: 'Queue a rolling Talos upgrade', auth: 'bearer', scope: 'write', body: upgradeBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/collect', tag: 'health', summary: 'Queue a health collect pass', auth: 'bearer', scope: 'write', body: collectBody, answer: 'run' }),
