@@ -10,7 +10,7 @@ import { startRunner } from './support/runner-process.ts';
 // database, worker and terraform on modules/local), with its own HOME and config file.
 
 const CLI = join(import.meta.dirname, '..', 'cli', 'main.ts');
-const ADMIN = 'cli-test-admin-token-0123456789';
+const ADMIN = 'cli-test-admin-token-0123456789abcdef';
 
 let dir: string;
 let home: string;
