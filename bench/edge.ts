@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
-import { signBody } from '../lib/auth/webhook.ts';
+import { signDelivery } from '../lib/auth/webhook.ts';
 import { startRunner } from '../test/support/runner-process.ts';
 import { buildWorker, wranglerNode } from '../test/support/wrangler-build.ts';
 import { startHranaSim } from '../test/sim/hrana/server.ts';
@@ -90,7 +90,7 @@ try {
     const sent = Date.now();
     const res = await send(`${base}/v1/hooks/${tenant}/provision`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-rezus-signature': signBody(secret, raw), 'x-rezus-delivery': `bench-${base.length}-${n}` },
+      headers: { 'content-type': 'application/json', ...signedHeaders(secret, raw, `bench-${base.length}-${n}`) },
       body: raw,
     });
     const body = (await res.json()) as Json;
@@ -126,4 +126,10 @@ try {
   await runner.child;
   await sim.close();
   await rm(dir, { recursive: true, force: true });
+}
+
+/** The replay-proof scheme: the signature covers the timestamp and the delivery id with the body. */
+function signedHeaders(secret: string, raw: Uint8Array, delivery: string): Record<string, string> {
+  const ts = String(Math.floor(Date.now() / 1000));
+  return { 'x-rezus-signature': signDelivery(secret, ts, delivery, raw), 'x-rezus-timestamp': ts, 'x-rezus-delivery': delivery };
 }

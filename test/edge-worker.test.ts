@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { createParser } from 'eventsource-parser';
 import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signBody } from '../lib/auth/webhook.ts';
+import { signDelivery } from '../lib/auth/webhook.ts';
 import { checkPortable } from '../scripts/portable-bundle.ts';
 import { startRunner } from './support/runner-process.ts';
 import { buildWorker, nodeImports, wranglerNode, WORKERD_PROVIDED } from './support/wrangler-build.ts';
@@ -65,7 +65,7 @@ function hook(payload: unknown, delivery: string, secret = webhookSecret) {
   const raw = new TextEncoder().encode(JSON.stringify(payload));
   return edge('POST', `/v1/hooks/${tenant}/provision`, {
     body: raw,
-    headers: { 'content-type': 'application/json', 'x-rezus-signature': signBody(secret, raw), 'x-rezus-delivery': delivery },
+    headers: { 'content-type': 'application/json', ...signedHeaders(secret, raw, delivery) },
   });
 }
 
@@ -257,3 +257,9 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
     expect(run.attempt).toBe(1);
   }, 60_000);
 });
+
+/** The replay-proof scheme: the signature covers the timestamp and the delivery id with the body. */
+function signedHeaders(secret: string, raw: Uint8Array, delivery: string): Record<string, string> {
+  const ts = String(Math.floor(Date.now() / 1000));
+  return { 'x-rezus-signature': signDelivery(secret, ts, delivery, raw), 'x-rezus-timestamp': ts, 'x-rezus-delivery': delivery };
+}
