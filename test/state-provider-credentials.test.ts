@@ -28,10 +28,16 @@ describe('provider credentials', () => {
     ]);
     expect(typeof list.body.providers[0].updatedAt).toBe('number');
 
-    const replaced = await h.call('PUT', path('/hetzner'), { body: { env: { HCLOUD_TOKEN: 'new-token', HCLOUD_ENDPOINT: 'https://api.example.test' } } });
+    // An alternative endpoint would aim the runner's requests anywhere on the home network.
+    const endpoint = await h.call('PUT', path('/hetzner'), { body: { env: { HCLOUD_TOKEN: 'new-token', HCLOUD_ENDPOINT: 'https://10.0.0.5' } } });
+    expect(endpoint.status).toBe(400);
+    expect(endpoint.body.error.message).toContain('HCLOUD_ENDPOINT');
+    expect(await loadProviderEnv(h.deps, ids.tenantId, ['hetzner'])).toEqual({ HCLOUD_TOKEN: SECRET });
+
+    const replaced = await h.call('PUT', path('/hetzner'), { body: { env: { HCLOUD_TOKEN: 'new-token' } } });
     expect(replaced.status).toBe(200);
     expect(replaced.body.replaced).toBe(true);
-    expect(await loadProviderEnv(h.deps, ids.tenantId, ['hetzner'])).toEqual({ HCLOUD_TOKEN: 'new-token', HCLOUD_ENDPOINT: 'https://api.example.test' });
+    expect(await loadProviderEnv(h.deps, ids.tenantId, ['hetzner'])).toEqual({ HCLOUD_TOKEN: 'new-token' });
 
     expect((await h.call('DELETE', path('/aws'))).status).toBe(204);
     expect((await h.call('DELETE', path('/aws'))).status).toBe(404);

@@ -1,7 +1,7 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import { PROVIDER_CREDENTIAL_KINDS, providerCredentials, type CredentialProvider } from '../../db/schema/index.ts';
 import type { Deps } from '../context.ts';
-import { disallowedEnvName } from './allowed-env.ts';
+import { disallowedEnvName } from '../../lib/cloud/credential-env.ts';
 
 export { PROVIDER_CREDENTIAL_KINDS, type CredentialProvider };
 

@@ -9,7 +9,7 @@ import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../context.ts';
 import { loadTenant } from '../inventory/load.ts';
 import { PROVIDER_CREDENTIAL_KINDS, storeProviderEnv } from './credentials.ts';
-import { ALLOWED_PROVIDER_ENV, disallowedEnvName } from './allowed-env.ts';
+import { CREDENTIAL_ENV, disallowedEnvName } from '../../lib/cloud/credential-env.ts';
 
 export const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
 const MAX_VARS = 64;
@@ -35,7 +35,7 @@ export function providerCredentialRoutes() {
     const body = await readJson(c, putCredentials);
     const bad = disallowedEnvName(provider, Object.keys(body.env));
     if (bad) {
-      throw new ApiError(400, 'invalid_request', `env.${bad}: ${provider} credentials may set only ${ALLOWED_PROVIDER_ENV[provider].join(', ')}`, { field: `env.${bad}` });
+      throw new ApiError(400, 'invalid_request', `env.${bad}: ${provider} credentials may set only ${CREDENTIAL_ENV[provider].join(', ')}`, { field: `env.${bad}` });
     }
     const { replaced } = await storeProviderEnv(c.var.deps, tenant.id, provider, body.env);
     const names = Object.keys(body.env).sort();
