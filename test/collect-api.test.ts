@@ -3,7 +3,7 @@ import { COLLECT_KIND, scheduledCollect } from '../functions/collect/job.ts';
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { cronJobs, executors } from '../runner/jobs/registry.ts';
 import { createWorker } from '../runner/worker.ts';
-import { createHarness, type Harness } from './support/harness.ts';
+import { waitForRun, createHarness, type Harness } from './support/harness.ts';
 import { startSimCluster, type SimCluster } from './support/collect-fleet.ts';
 
 let h: Harness;
@@ -16,14 +16,6 @@ afterEach(async () => {
   await h.close();
 });
 
-async function waitForRun(id: string) {
-  for (let i = 0; i < 200; i++) {
-    const r = await h.call('GET', `/v1/runs/${id}`);
-    if (!['queued', 'running'].includes(r.body.state)) return r.body;
-    await new Promise((res) => setTimeout(res, 25));
-  }
-  throw new Error(`run ${id} did not finish`);
-}
 
 const collectRunCount = async () =>
   Number((await h.deps.database.client.execute({ sql: 'SELECT count(*) AS n FROM runs WHERE kind = ?', args: [COLLECT_KIND] })).rows[0]!.n);
@@ -48,7 +40,7 @@ describe('collect runs, API and metrics', () => {
     const worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'test', leaseMs: 30_000, concurrency: 2, pollMs: 20 });
     worker.start();
     try {
-      const done = await waitForRun(first.body.run.id);
+      const done = await waitForRun(h, first.body.run.id);
       expect(done.state).toBe('succeeded');
       expect(done.result).toMatchObject({ clusters: 1, machines: 1, reached: 1 });
       const events = await h.call('GET', `/v1/runs/${first.body.run.id}/events`);
@@ -56,7 +48,7 @@ describe('collect runs, API and metrics', () => {
       // Once the pass is over, the cron may enqueue the next one.
       const next = await scheduledCollect(h.deps);
       expect(next?.kind).toBe('collect');
-      expect((await waitForRun(next!.id)).state).toBe('succeeded');
+      expect((await waitForRun(h, next!.id)).state).toBe('succeeded');
     } finally {
       await worker.stop(5_000);
     }

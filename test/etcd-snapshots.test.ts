@@ -4,7 +4,7 @@ import { clusters } from '../db/schema/index.ts';
 import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { startSimNode, type SimTalosNode } from './sim/talos/index.ts';
-import { createHarness, type Harness } from './support/harness.ts';
+import { waitForRun, createHarness, type Harness } from './support/harness.ts';
 import { fleet, startUpgradeCluster, type UpgradeCluster } from './support/upgrade-cluster.ts';
 
 let h: Harness | undefined;
@@ -22,14 +22,6 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function finished(hh: Harness, runId: string) {
-  for (let i = 0; i < 800; i++) {
-    const run = await hh.deps.jobs.get(runId);
-    if (run && ['succeeded', 'failed', 'canceled', 'interrupted'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`run ${runId} did not finish`);
-}
 
 describe('etcd snapshots', () => {
   it('snapshots from a healthy control plane, lists, downloads (secrets:read), prunes, and restores into a fresh control plane', async () => {
@@ -49,7 +41,7 @@ describe('etcd snapshots', () => {
     c.sim('cp2').etcdRaftIndex = 5151;
     const first = await h.call('POST', base, { body: { keep: 2 } });
     expect(first.status).toBe(202);
-    expect((await finished(h, first.body.run.id)).state).toBe('succeeded');
+    expect((await waitForRun(h, first.body.run.id)).state).toBe('succeeded');
     expect(c.sim('cp1').calls.map((x) => x.method)).not.toContain('EtcdSnapshot');
 
     const list = (await h.call('GET', base)).body.snapshots;
@@ -69,7 +61,7 @@ describe('etcd snapshots', () => {
 
     for (let i = 0; i < 2; i++) {
       const r = await h.call('POST', base, { body: { keep: 2 } });
-      expect((await finished(h, r.body.run.id)).state).toBe('succeeded');
+      expect((await waitForRun(h, r.body.run.id)).state).toBe('succeeded');
     }
     const kept = (await h.call('GET', base)).body.snapshots;
     expect(kept).toHaveLength(2);
@@ -84,7 +76,7 @@ describe('etcd snapshots', () => {
 
     const restore = await h.call('POST', `${base}/${kept[0].id}/restore`, { body: { machine: 'cp4' } });
     expect(restore.status).toBe(202);
-    const rr = await finished(h, restore.body.run.id);
+    const rr = await waitForRun(h, restore.body.run.id);
     expect(rr.state, rr.error ?? '').toBe('succeeded');
     const stored = await h.call('GET', `${base}/${kept[0].id}`);
     expect(fresh.recoveredFrom?.equals(Buffer.from(stored.body as string))).toBe(true);

@@ -3,7 +3,7 @@ import { provisionJob } from '../functions/provision/job.ts';
 import { upgradeJob } from '../functions/upgrade/job.ts';
 import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
-import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
 
 let h: Harness;
 let worker: Worker | undefined;
@@ -16,14 +16,6 @@ afterEach(async () => {
   await h.close();
 });
 
-async function settle(runId: string) {
-  for (let i = 0; i < 400; i++) {
-    const run = await h.deps.jobs.get(runId);
-    if (run && !['queued', 'running'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`run ${runId} never ended`);
-}
 
 describe('job specs', () => {
   it('refuse params that do not fit before anything is queued', async () => {
@@ -41,7 +33,7 @@ describe('job specs', () => {
     const run = await h.deps.jobs.enqueue({ kind: upgradeJob.kind, clusterId, tenantId, exclusive: true, params: { talosVersion: 'v1.13.9', batchSize: 0 } });
     worker = createWorker({ deps: h.deps, executors: registry, workerId: 'test', leaseMs: 3000, concurrency: 1, pollMs: 20 });
     worker.start();
-    const done = await settle(run.id);
+    const done = await waitForRun(h, run.id);
     expect(done.state).toBe('failed');
     expect(done.error).toMatch(/^run params do not fit the upgrade job: /);
     const events = await h.deps.jobs.events(run.id);

@@ -5,7 +5,7 @@ import { machines, stateLocks } from '../db/schema/index.ts';
 import { signBody } from '../lib/auth/webhook.ts';
 import { executors, onRunsInterrupted } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
-import { createHarness, type Harness } from './support/harness.ts';
+import { waitForRun, createHarness, type Harness } from './support/harness.ts';
 import { listen } from './support/serve.ts';
 import { basic, lockInfo, stateClient } from './support/state.ts';
 import { mintStateCredential } from '../functions/state/credentials.ts';
@@ -26,15 +26,6 @@ afterEach(async () => {
   await h.close();
 });
 
-async function waitFor(runId: string, states = ['succeeded', 'failed', 'canceled', 'interrupted'], ms = 60_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const run = await h.deps.jobs.get(runId);
-    if (run && states.includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${runId} did not reach ${states.join('|')}`);
-}
 
 async function events(runId: string) {
   return (await h.call('GET', `/v1/runs/${runId}/events`)).body.events as { type: string; message: string; data: Record<string, unknown> | null }[];
@@ -67,7 +58,7 @@ describe('provision with real tofu on modules/local', () => {
     const { clusterId } = await localCluster();
     const plan = await provision(clusterId, { mode: 'plan' });
     expect(plan.status).toBe(202);
-    const planned = await waitFor(plan.body.run.id);
+    const planned = await waitForRun(h, plan.body.run.id);
     expect(planned.state, planned.error ?? '').toBe('succeeded');
     expect(planned.result).toMatchObject({ mode: 'plan', summary: { add: 2, change: 0, destroy: 0 }, hasChanges: true });
     const planEvents = await events(planned.id);
@@ -77,7 +68,7 @@ describe('provision with real tofu on modules/local', () => {
 
     const approve = await h.call('POST', `/v1/runs/${planned.id}/approve`);
     expect(approve.status).toBe(202);
-    const applied = await waitFor(approve.body.run.id);
+    const applied = await waitForRun(h, approve.body.run.id);
     expect(applied.state, applied.error ?? '').toBe('succeeded');
     expect(applied.result).toMatchObject({ mode: 'apply', planRun: planned.id, applied: true });
     const ms = (await h.call('GET', `/v1/clusters/${clusterId}/machines`)).body.machines;
@@ -91,7 +82,7 @@ describe('provision with real tofu on modules/local', () => {
     expect((await h.call('POST', `/v1/runs/${planned.id}/approve`)).status).toBe(409);
 
     const again = await provision(clusterId, { mode: 'apply' });
-    const noop = await waitFor(again.body.run.id);
+    const noop = await waitForRun(h, again.body.run.id);
     expect(noop.result).toMatchObject({ applied: false, summary: { add: 0, change: 0, destroy: 0 } });
 
     const versions = await h.call('GET', `/v1/clusters/${clusterId}/state/versions`);
@@ -102,8 +93,8 @@ describe('provision with real tofu on modules/local', () => {
 
   it('refuses a stale plan: the state moved since it was made', async () => {
     const { clusterId } = await localCluster();
-    const planned = await waitFor((await provision(clusterId, { mode: 'plan' })).body.run.id);
-    await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const planned = await waitForRun(h, (await provision(clusterId, { mode: 'plan' })).body.run.id);
+    await waitForRun(h, (await provision(clusterId, { mode: 'apply' })).body.run.id);
     const stale = await h.call('POST', `/v1/runs/${planned.id}/approve`);
     expect(stale.status).toBe(409);
     expect(stale.body.error.code).toBe('stale_plan');
@@ -111,8 +102,8 @@ describe('provision with real tofu on modules/local', () => {
 
   it('destroy removes the machines and clears their addresses', async () => {
     const { clusterId } = await localCluster({ machines: ['cp1'] });
-    await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
-    const d = await waitFor((await provision(clusterId, { mode: 'apply', destroy: true })).body.run.id);
+    await waitForRun(h, (await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const d = await waitForRun(h, (await provision(clusterId, { mode: 'apply', destroy: true })).body.run.id);
     expect(d.state, d.error ?? '').toBe('succeeded');
     expect(d.result).toMatchObject({ summary: { destroy: 1 } });
     const [m] = await h.deps.db.select().from(machines);
@@ -126,7 +117,7 @@ describe('provision with real tofu on modules/local', () => {
     expect(second.status).toBe(409);
     expect(second.body.error.details.activeRun).toBe(first.body.run.id);
     await h.call('POST', `/v1/runs/${first.body.run.id}/cancel`);
-    await waitFor(first.body.run.id);
+    await waitForRun(h, first.body.run.id);
   });
 
   it('a state lock held elsewhere fails the run clearly, naming the holder', async () => {
@@ -135,7 +126,7 @@ describe('provision with real tofu on modules/local', () => {
     const cred = await mintStateCredential(h.deps, { runId: other.id, tenantId, clusterId, ttlMs: 60_000 });
     const holder = lockInfo('someone@elsewhere');
     expect((await stateClient(h, tenantId, clusterId, basic(cred)).lock(holder)).status).toBe(200);
-    const run = await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const run = await waitForRun(h, (await provision(clusterId, { mode: 'apply' })).body.run.id);
     expect(run.state).toBe('failed');
     expect(run.error).toMatch(/lock/i);
     expect(JSON.stringify(await events(run.id))).toContain(holder.ID);
@@ -151,7 +142,7 @@ describe('provision with real tofu on modules/local', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     await h.call('POST', `/v1/runs/${run.id}/cancel`);
-    const done = await waitFor(run.id);
+    const done = await waitForRun(h, run.id);
     expect(done.state).toBe('canceled');
     expect(await h.deps.db.select().from(stateLocks)).toEqual([]);
 
@@ -160,7 +151,7 @@ describe('provision with real tofu on modules/local', () => {
       sql: "UPDATE clusters SET settings = json_set(settings, '$.providerSettings.local.apply_delay_seconds', 0) WHERE id = ?",
       args: [clusterId],
     });
-    const later = await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const later = await waitForRun(h, (await provision(clusterId, { mode: 'apply' })).body.run.id);
     expect(later.state, later.error ?? '').toBe('succeeded');
     const [m] = await h.deps.db.select().from(machines).where(eq(machines.clusterId, clusterId));
     expect(m?.ipv6).toBe('2001:db8::10');
@@ -168,7 +159,7 @@ describe('provision with real tofu on modules/local', () => {
 
   it('never puts user_data or credentials into run events', async () => {
     const { clusterId } = await localCluster({ machines: ['cp1'] });
-    const run = await waitFor((await provision(clusterId, { mode: 'apply' })).body.run.id);
+    const run = await waitForRun(h, (await provision(clusterId, { mode: 'apply' })).body.run.id);
     const config = (await h.call('GET', `/v1/clusters/${clusterId}/machines/${(await h.deps.db.select().from(machines))[0]!.id}/config`)).body as string;
     const all = JSON.stringify(await events(run.id));
     const secrets = await h.deps.newClusterSecrets();
@@ -179,7 +170,7 @@ describe('provision with real tofu on modules/local', () => {
 
   it('explains a cluster without cloud machines', async () => {
     const { clusterId } = await localCluster({ machines: [] });
-    const run = await waitFor((await provision(clusterId, { mode: 'plan' })).body.run.id);
+    const run = await waitForRun(h, (await provision(clusterId, { mode: 'plan' })).body.run.id);
     expect(run.state).toBe('failed');
     expect(run.error).toMatch(/no cloud machines/);
   });
@@ -227,7 +218,7 @@ describe('provision webhook', () => {
     expect(bad.status).toBe(400);
     const unknown = JSON.stringify({ cluster: 'nope' });
     expect((await hook(tenantId, unknown, signed(secret, unknown, 'd3'))).status).toBe(404);
-    await waitFor(runId);
+    await waitForRun(h, runId);
   });
 
   it('cannot be replayed: a captured request under a new delivery id or after 5 minutes starts nothing', async () => {
@@ -249,7 +240,7 @@ describe('provision webhook', () => {
     // The same delivery inside the window is a duplicate.
     expect((await hook(tenantId, body, captured)).body.duplicate).toBe(true);
     expect((await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs).toHaveLength(1);
-    await waitFor(first.body.run.id);
+    await waitForRun(h, first.body.run.id);
   });
 
   it("accepts GitHub's own X-Hub-Signature-256 with the cluster in the URL, once per body", async () => {
@@ -276,6 +267,6 @@ describe('provision webhook', () => {
     expect((await hook('tn_aaaaaaaaaaaaaaaa', push, gh(push, 'y'), url)).status).toBe(404);
     expect((await hook(tenantId, push, gh(push, 'z'), 'clusters/nope/provision')).status).toBe(404);
     expect((await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs).toHaveLength(1);
-    await waitFor(first.body.run.id);
+    await waitForRun(h, first.body.run.id);
   });
 });

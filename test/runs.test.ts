@@ -6,7 +6,7 @@ import { backupExecutor } from '../runner/jobs/backup/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
 import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
-import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
 
 let h: Harness;
 let worker: Worker | undefined;
@@ -25,14 +25,6 @@ function startWorker(executors: ExecutorRegistry<Deps>, leaseMs = 3000) {
   return worker;
 }
 
-async function waitFor(runId: string, states: string[]) {
-  for (let i = 0; i < 400; i++) {
-    const run = await h.deps.jobs.get(runId);
-    if (run && states.includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`run ${runId} never reached ${states.join('|')}`);
-}
 
 /** Reads an SSE response to its end and returns the parsed events. */
 async function readSse(res: Response) {
@@ -53,7 +45,7 @@ describe('backup run, end to end', () => {
     startWorker(Object.fromEntries([bind(backupJob, backupExecutor)]));
     const res = await h.call('POST', '/v1/backups');
     expect(res.status).toBe(202);
-    const run = await waitFor(res.body.run.id, ['succeeded', 'failed']);
+    const run = await waitForRun(h, res.body.run.id, ['succeeded', 'failed']);
     expect(run.state).toBe('succeeded');
     const file = (run.result as { file: string }).file;
     const copy = createClient({ url: `file:${file}` });
@@ -93,7 +85,7 @@ describe('runs API', () => {
     const pending = h.app.request(`/v1/runs/${run.id}/events`, {
       headers: { authorization: `Bearer ${h.adminToken}`, accept: 'text/event-stream' },
     });
-    await waitFor(run.id, ['running']);
+    await waitForRun(h, run.id, ['running']);
     setTimeout(release, 100);
     const res = await pending;
     expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
@@ -119,7 +111,7 @@ describe('runs API', () => {
       },
     }, 600);
     const run = await h.deps.jobs.enqueue({ kind: 'quiet', exclusive: false });
-    await waitFor(run.id, ['running']);
+    await waitForRun(h, run.id, ['running']);
     const res = await h.app.request(`/v1/runs/${run.id}/events`, {
       headers: { authorization: `Bearer ${h.adminToken}`, accept: 'text/event-stream' },
     });
@@ -151,13 +143,13 @@ describe('runs API', () => {
       },
     }, 600);
     const run = await h.deps.jobs.enqueue({ kind: 'wait', clusterId, tenantId, exclusive: true });
-    await waitFor(run.id, ['running']);
+    await waitForRun(h, run.id, ['running']);
     const second = await h.deps.jobs.enqueue({ kind: 'wait', clusterId, tenantId, exclusive: true }).catch((e) => e);
     expect(second.activeRunId).toBe(run.id);
 
     const cancel = await h.call('POST', `/v1/runs/${run.id}/cancel`);
     expect(cancel.status).toBe(202);
-    const done = await waitFor(run.id, ['canceled', 'failed', 'succeeded']);
+    const done = await waitForRun(h, run.id, ['canceled', 'failed', 'succeeded']);
     expect(done.state).toBe('canceled');
     const list = await h.call('GET', `/v1/runs?cluster=${clusterId}`);
     expect(list.body.runs.map((r: { id: string; state: string }) => [r.id, r.state])).toEqual([[run.id, 'canceled']]);
@@ -170,7 +162,7 @@ describe('runs API', () => {
       },
     });
     const run = await h.deps.jobs.enqueue({ kind: 'boom', exclusive: false });
-    const done = await waitFor(run.id, ['failed', 'succeeded']);
+    const done = await waitForRun(h, run.id, ['failed', 'succeeded']);
     expect(done).toMatchObject({ state: 'failed', error: 'disk on fire' });
   });
 
@@ -188,8 +180,8 @@ describe('runs API', () => {
     });
     const quick = await h.deps.jobs.enqueue({ kind: 'quick', exclusive: false });
     const long = await h.deps.jobs.enqueue({ kind: 'long', exclusive: false });
-    await waitFor(quick.id, ['running']);
-    await waitFor(long.id, ['running']);
+    await waitForRun(h, quick.id, ['running']);
+    await waitForRun(h, long.id, ['running']);
     setTimeout(finishQuick, 50);
     await w.stop(400);
     expect((await h.deps.jobs.get(quick.id))?.state).toBe('succeeded');

@@ -111,3 +111,16 @@ export async function seedCluster(h: Harness, name = 'home', extra: Record<strin
   if (cl.status !== 201) throw new Error(`seed cluster failed: ${cl.status} ${JSON.stringify(cl.body)}`);
   return { tenantId: t.body.id as string, clusterId: cl.body.id as string };
 }
+
+export const ENDED_STATES = ['succeeded', 'failed', 'canceled', 'interrupted'] as const;
+
+/** Polls the run until its state is one of `states` (default: any end state); bounded by `timeoutMs`. */
+export async function waitForRun(h: Pick<Harness, 'deps'>, runId: string, states: readonly string[] = ENDED_STATES, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await h.deps.jobs.get(runId);
+    if (run && states.includes(run.state)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach ${states.join('|')} in ${timeoutMs} ms (state: ${run?.state ?? 'missing'})`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
