@@ -3,28 +3,17 @@ import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { machines, stateLocks } from '../db/schema/index.ts';
 import { signBody } from '../lib/auth/webhook.ts';
-import { executors, onRunsInterrupted } from '../runner/jobs/registry.ts';
-import { createWorker, type Worker } from '../runner/worker.ts';
-import { waitForRun, createHarness, type Harness } from './support/harness.ts';
-import { listen } from './support/serve.ts';
+import { waitForRun, type Harness } from './support/harness.ts';
+import { startServedRunner } from './support/served-runner.ts';
 import { basic, lockInfo, stateClient } from './support/state.ts';
 import { mintStateCredential } from '../functions/state/credentials.ts';
 
 let h: Harness;
-let worker: Worker;
-let server: Awaited<ReturnType<typeof listen>>;
-
+let stop: () => Promise<void>;
 beforeEach(async () => {
-  h = await createHarness();
-  server = await listen(h);
-  worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'w1', leaseMs: 5000, concurrency: 2, pollMs: 50, onInterrupted: (ids) => onRunsInterrupted(h.deps, ids) });
-  worker.start();
+  ({ h, close: stop } = await startServedRunner({ concurrency: 2 }));
 });
-afterEach(async () => {
-  await worker.stop(0);
-  await server.close();
-  await h.close();
-});
+afterEach(() => stop());
 
 
 async function events(runId: string) {

@@ -2,14 +2,12 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { executors, onRunsInterrupted } from '../runner/jobs/registry.ts';
-import { createWorker, type Worker } from '../runner/worker.ts';
 import { resolveTofuBinary } from '../lib/tofu/binary.ts';
 import { fromText } from '../lib/tofu/diagnostics.ts';
 import { TofuCommandError, TofuWorkspace } from '../lib/tofu/workspace.ts';
-import { createHarness, type Harness } from './support/harness.ts';
+import type { Harness } from './support/harness.ts';
 import { MODULES_ROOT } from './support/hcl.ts';
-import { listen } from './support/serve.ts';
+import { startServedRunner } from './support/served-runner.ts';
 
 const hostPath = process.env.PATH ?? '/usr/bin:/bin';
 const root = await mkdtemp(path.join(tmpdir(), 'rezus-tofu-diag-'));
@@ -98,19 +96,11 @@ describe('a failed tofu command ends with tofu’s own diagnostic', () => {
 
 describe('a provision run that fails says why', () => {
   let h: Harness;
-  let worker: Worker;
-  let server: Awaited<ReturnType<typeof listen>>;
+  let stop: () => Promise<void>;
   beforeEach(async () => {
-    h = await createHarness();
-    server = await listen(h);
-    worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'w1', leaseMs: 5000, concurrency: 1, pollMs: 50, onInterrupted: (ids) => onRunsInterrupted(h.deps, ids) });
-    worker.start();
+    ({ h, close: stop } = await startServedRunner({ concurrency: 1 }));
   });
-  afterEach(async () => {
-    await worker.stop(0);
-    await server.close();
-    await h.close();
-  });
+  afterEach(() => stop());
 
   it('ends the run with the variable validation tofu refused', async () => {
     const t = await h.call('POST', '/v1/tenants', { body: { name: 'home' } });
