@@ -1,20 +1,12 @@
 import { X509Certificate, createHash } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createTalosClient, isTalosApiError, TalosApiError } from '../lib/talos/api/index.ts';
 import {
-  createTestOsCa, issueTestClientCert, startSimNode, testMachineConfig, toTalosKeyLabel, type SimTalosNode,
+  createTestOsCa, issueTestClientCert, startSimNode, testMachineConfig, toTalosKeyLabel,
 } from './sim/talos/index.ts';
-import { configuredNode, eventually, expectRejection } from './talos-api-helpers.ts';
+import { closeAfterEach, configuredNode, eventually, expectRejection } from './talos-api-helpers.ts';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-function track<T extends { close(): void } | SimTalosNode>(x: T): T {
-  cleanup.push(() => ('stop' in x ? x.stop() : x.close()));
-  return x;
-}
+const track = closeAfterEach();
 
 function asTalosError(err: unknown): TalosApiError {
   expect(err).toBeInstanceOf(TalosApiError);

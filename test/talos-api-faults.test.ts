@@ -1,17 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createTalosClient, TalosApiError } from '../lib/talos/api/index.ts';
-import { startSimNode, type SimTalosNode } from './sim/talos/index.ts';
-import { configuredNode, expectRejection } from './talos-api-helpers.ts';
+import { startSimNode } from './sim/talos/index.ts';
+import { closeAfterEach, configuredNode, expectRejection } from './talos-api-helpers.ts';
 
-const cleanup: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
-
-function track<T extends { close(): void } | SimTalosNode>(x: T): T {
-  cleanup.push(() => ('stop' in x ? x.stop() : x.close()));
-  return x;
-}
+const track = closeAfterEach();
 
 async function failure(p: Promise<unknown>): Promise<TalosApiError> {
   const err = await expectRejection(p);

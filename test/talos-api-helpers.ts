@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 import { createTalosClient, type TalosApiClient } from '../lib/talos/api/index.ts';
 import { createTestOsCa, issueTestClientCert, startSimNode, testMachineConfig, type SimNodeOptions, type SimTalosNode, type TestCa, type TestKeyPair } from './sim/talos/index.ts';
 
@@ -37,4 +38,19 @@ export async function expectRejection(p: Promise<unknown>): Promise<unknown> {
     return err;
   }
   throw new Error('expected the call to fail');
+}
+
+/**
+ * Returns `track(x)`: whatever a test opens (clients, sim nodes) is closed after it, newest first,
+ * so a failed assertion never leaves a listener behind for the next test.
+ */
+export function closeAfterEach(): <T extends { close(): void } | SimTalosNode>(x: T) => T {
+  const cleanup: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+  });
+  return (x) => {
+    cleanup.push(() => ('stop' in x ? x.stop() : x.close()));
+    return x;
+  };
 }
