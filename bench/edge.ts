@@ -4,19 +4,8 @@
 // longest a queued run can wait for the next claim); the same deliveries sent to the home runner
 // itself (its in-process bus wakes the worker at once) are the baseline measured in the same run.
 // Target: p95 ≤ floor + 100 ms.
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
-import { signDelivery } from '../lib/auth/webhook.ts';
-import { startRunner } from '../test/support/runner-process.ts';
-import { buildWorker, wranglerNode } from '../test/support/wrangler-build.ts';
-import { startHranaSim } from '../test/sim/hrana/server.ts';
-
-// Nothing leaves the machine: no wrangler telemetry, no Request.cf download.
-process.env.WRANGLER_SEND_METRICS = 'false';
-process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
+import { signedHeaders, startEdgeStack } from '../test/support/edge-stack.ts';
+import { wranglerNode } from '../test/support/wrangler-build.ts';
 
 const DELIVERIES = 50;
 const HOME_DELIVERIES = 10;
@@ -29,48 +18,12 @@ if ('missing' in found) {
   process.exit(0);
 }
 
-const DB_TOKEN = randomBytes(16).toString('hex');
-const ADMIN = randomBytes(24).toString('hex');
-const dir = await mkdtemp(join(tmpdir(), 'rezus-bench-edge-'));
-const sim = await startHranaSim({ dbPath: join(dir, 'shared.db'), authToken: DB_TOKEN });
-const EDGE_KEY = randomBytes(32).toString('base64');
-const [bundle, runner] = await Promise.all([
-  buildWorker(found.node, join(import.meta.dirname, '..', 'wrangler.toml'), join(dir, 'dist')),
-  startRunner({
-    REZUS_DB_URL: sim.url,
-    REZUS_DB_AUTH_TOKEN: DB_TOKEN,
-    REZUS_DATA_DIR: join(dir, 'home'),
-    REZUS_HOST: '127.0.0.1',
-    REZUS_PORT: '0',
-    REZUS_ADMIN_TOKEN: ADMIN,
-    REZUS_MASTER_KEY: randomBytes(32).toString('base64'),
-    REZUS_EDGE_KEY: EDGE_KEY,
-    REZUS_COLLECT_CRON: '0 0 1 1 *',
-    REZUS_LOG_LEVEL: 'info',
-  }),
-]);
-const mf = new Miniflare(
-  convertV4MiniflareOptions({
-    modules: true,
-    scriptPath: bundle,
-    modulesRoot: dirname(bundle),
-    compatibilityDate: '2026-11-01',
-    compatibilityFlags: ['nodejs_compat'],
-    cf: false,
-    bindings: { REZUS_DB_URL: sim.url, REZUS_DB_AUTH_TOKEN: DB_TOKEN, REZUS_EDGE_KEY: EDGE_KEY },
-  }),
-);
+const stack = await startEdgeStack({ wranglerNode: found.node, label: 'bench-edge', runnerEnv: { REZUS_LOG_LEVEL: 'info' } });
+const { mf, runnerUrl } = stack;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
-async function home(method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await fetch(new URL(path, runner.url), {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return (await res.json()) as Json;
-}
+const home = async (method: string, path: string, body?: unknown): Promise<Json> => (await stack.home(method, path, body)).body;
 
 try {
   const tenant = (await home('POST', '/v1/tenants', { name: 'bench' })).id as string;
@@ -110,7 +63,7 @@ try {
   const edge: number[] = [];
   for (let i = 0; i < DELIVERIES; i++) edge.push(await deliver(viaEdge, 'http://edge.test', i));
   const direct: number[] = [];
-  for (let i = 0; i < HOME_DELIVERIES; i++) direct.push(await deliver(viaHome, runner.url, i));
+  for (let i = 0; i < HOME_DELIVERIES; i++) direct.push(await deliver(viaHome, runnerUrl, i));
 
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
   const floor = POLL_MS;
@@ -121,15 +74,5 @@ try {
   console.log(`  floor (poll interval) ${floor} ms; target p95 ≤ ${target} ms`);
   console.log(`  ratio p95 / floor = ${(pct(edge, 95) / floor).toFixed(2)}; p95 / target = ${(pct(edge, 95) / target).toFixed(2)} → ${pct(edge, 95) <= target ? 'met' : 'missed'}`);
 } finally {
-  await mf.dispose();
-  runner.child.kill('SIGTERM');
-  await runner.child;
-  await sim.close();
-  await rm(dir, { recursive: true, force: true });
-}
-
-/** The replay-proof scheme: the signature covers the timestamp and the delivery id with the body. */
-function signedHeaders(secret: string, raw: Uint8Array, delivery: string): Record<string, string> {
-  const ts = String(Math.floor(Date.now() / 1000));
-  return { 'x-rezus-signature': signDelivery(secret, ts, delivery, raw), 'x-rezus-timestamp': ts, 'x-rezus-delivery': delivery };
+  await stack.close();
 }

@@ -2,36 +2,17 @@
 // (miniflare) against the Hrana simulator, with a real home runner process sharing the database:
 // a signed webhook at the edge becomes a run that home claims and executes with tofu on the
 // `local` module, and the edge then reads the run, its events and the cluster.
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { createParser } from 'eventsource-parser';
-import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signDelivery } from '../lib/auth/webhook.ts';
 import { checkPortable } from '../scripts/portable-bundle.ts';
-import { startRunner } from './support/runner-process.ts';
-import { buildWorker, nodeImports, wranglerNode, WORKERD_PROVIDED } from './support/wrangler-build.ts';
-import { startHranaSim, type HranaSim } from './sim/hrana/server.ts';
-
-// No telemetry and no Request.cf fetch: everything stays on loopback.
-process.env.WRANGLER_SEND_METRICS = 'false';
-process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
+import { signedHeaders, startEdgeStack, type EdgeStack } from './support/edge-stack.ts';
+import { nodeImports, wranglerNode, WORKERD_PROVIDED } from './support/wrangler-build.ts';
 
 const found = await wranglerNode();
 if ('missing' in found) console.warn(`edge-worker tests skipped: ${found.missing}`);
 
-const DB_TOKEN = 'edge-db-token-' + randomBytes(8).toString('hex');
-const ADMIN = 'admin-' + randomBytes(16).toString('hex');
-const MASTER_KEY = randomBytes(32).toString('base64');
-const EDGE_KEY = randomBytes(32).toString('hex');
-const CONFIG = join(import.meta.dirname, '..', 'wrangler.toml');
-
-let dir: string;
-let sim: HranaSim;
-let runner: Awaited<ReturnType<typeof startRunner>> | undefined;
-let mf: Miniflare | undefined;
+let stack: EdgeStack | undefined;
 let bundleSource: string;
 let tenant: string;
 let cluster: string;
@@ -42,17 +23,10 @@ let tenantToken: string;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
-async function home(method: string, path: string, body?: unknown) {
-  const res = await fetch(new URL(path, runner!.url), {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
+const home = (method: string, path: string, body?: unknown) => stack!.home(method, path, body);
 
 async function edge(method: string, path: string, init: { body?: string | Uint8Array; headers?: Record<string, string>; token?: string } = {}) {
-  const res = await mf!.dispatchFetch(`http://edge.test${path}`, {
+  const res = await stack!.mf.dispatchFetch(`http://edge.test${path}`, {
     method,
     headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...init.headers },
     body: init.body,
@@ -71,38 +45,14 @@ function hook(payload: unknown, delivery: string, secret = webhookSecret) {
 
 describe.skipIf('missing' in found)('the Worker in workerd with a home runner sharing the database', () => {
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'edge-worker-'));
-    sim = await startHranaSim({ dbPath: join(dir, 'shared.db'), authToken: DB_TOKEN });
-    const [bundle, started] = await Promise.all([
-      buildWorker((found as { node: string }).node, CONFIG, join(dir, 'dist')),
-      startRunner({
-        REZUS_DB_URL: sim.url,
-        REZUS_DB_AUTH_TOKEN: DB_TOKEN,
-        REZUS_DATA_DIR: join(dir, 'home'),
-        REZUS_HOST: '127.0.0.1',
-        REZUS_PORT: '0',
-        REZUS_ADMIN_TOKEN: ADMIN,
-        REZUS_MASTER_KEY: MASTER_KEY,
-        REZUS_EDGE_KEY: EDGE_KEY,
-        REZUS_COLLECT_CRON: '0 0 1 1 *',
-        // Heartbeats every second, so a cancel asked at the edge reaches the running tofu soon.
-        REZUS_LEASE_S: '3',
-      }),
-    ]);
-    runner = started;
-    bundleSource = await readFile(bundle, 'utf8');
-    mf = new Miniflare(
-      convertV4MiniflareOptions({
-        modules: true,
-        scriptPath: bundle,
-        // Module names are relative to this root; a bundle outside the working directory needs its own.
-        modulesRoot: dirname(bundle),
-        compatibilityDate: '2026-11-01',
-        compatibilityFlags: ['nodejs_compat'],
-        cf: false,
-        bindings: { REZUS_DB_URL: sim.url, REZUS_DB_AUTH_TOKEN: DB_TOKEN, REZUS_EDGE_KEY: EDGE_KEY, REZUS_FOLLOW_POLL_MS: '200' },
-      }),
-    );
+    stack = await startEdgeStack({
+      wranglerNode: (found as { node: string }).node,
+      label: 'edge-worker',
+      // Heartbeats every second, so a cancel asked at the edge reaches the running tofu soon.
+      runnerEnv: { REZUS_LEASE_S: '3' },
+      workerBindings: { REZUS_FOLLOW_POLL_MS: '200' },
+    });
+    bundleSource = await readFile(stack.bundle, 'utf8');
 
     // Home does what needs the master key: the cluster (RSA-4096 CAs), its machines, the webhook secret.
     const t = await home('POST', '/v1/tenants', { name: 'edge' });
@@ -121,15 +71,7 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
     tenantToken = tok.body.token;
   }, 80_000);
 
-  afterAll(async () => {
-    await mf?.dispose();
-    if (runner) {
-      runner.child.kill('SIGTERM');
-      await runner.child;
-    }
-    await sim?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => stack?.close());
 
   it('bundles without a Node-only module', async () => {
     const outside = nodeImports(bundleSource).filter((m) => !WORKERD_PROVIDED.has(m));
@@ -149,7 +91,7 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
     expect(again.body).toMatchObject({ duplicate: true, run: { id: run.id } });
 
     // Live events through the Worker (SSE, polling the database) until the run ends at home.
-    const res = await mf!.dispatchFetch(`http://edge.test/v1/runs/${run.id}/events`, {
+    const res = await stack!.mf.dispatchFetch(`http://edge.test/v1/runs/${run.id}/events`, {
       headers: { authorization: `Bearer ${tenantToken}`, accept: 'text/event-stream' },
     });
     expect(res.status).toBe(200);
@@ -240,7 +182,7 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
 
   it('runs a cron tick that only enqueues a collect pass; home claims it', async () => {
     // miniflare's Fetcher type omits scheduled(); the object has it.
-    const worker = (await mf!.getWorker()) as unknown as { scheduled(o: { cron: string }): Promise<{ outcome: string }> };
+    const worker = (await stack!.mf.getWorker()) as unknown as { scheduled(o: { cron: string }): Promise<{ outcome: string }> };
     expect((await worker.scheduled({ cron: '*/5 * * * *' })).outcome).toBe('ok');
     const runs = (await home('GET', '/v1/runs?limit=50')).body.runs as Array<{ id: string; kind: string; createdBy: string }>;
     const pass = runs.find((r) => r.kind === 'collect' && r.createdBy === 'cron');
@@ -257,9 +199,3 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
     expect(run.attempt).toBe(1);
   }, 60_000);
 });
-
-/** The replay-proof scheme: the signature covers the timestamp and the delivery id with the body. */
-function signedHeaders(secret: string, raw: Uint8Array, delivery: string): Record<string, string> {
-  const ts = String(Math.floor(Date.now() / 1000));
-  return { 'x-rezus-signature': signDelivery(secret, ts, delivery, raw), 'x-rezus-timestamp': ts, 'x-rezus-delivery': delivery };
-}
