@@ -176,6 +176,14 @@ export function createHubDriver(opts: HubDriverOptions) {
       return { state: 'up', mode: mode ?? (userspace ? 'userspace' : null), missing: [], interface: parseWgDump(String(r.stdout)) };
     },
 
+    /**
+     * Runner shutdown: a wireguard-go child this driver started is stopped (its interface goes
+     * with it); a kernel interface is left up and re-applied at the next start.
+     */
+    async stopUserspace(): Promise<void> {
+      if (userspace) await this.close();
+    },
+
     /** Removes the interface; a wireguard-go child exits with it. */
     async close(): Promise<void> {
       await run(ip, ['link', 'del', 'dev', name]);
