@@ -9,6 +9,7 @@ import { meshStunCron, checkStun, usableEndpoint } from '../runner/jobs/mesh/stu
 import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { loadConfig } from '../runner/config.ts';
+import { addonOptionsToEnv } from '../runner/addon-options.ts';
 import { talosDialer } from '../runner/jobs/cluster-access.ts';
 import { loadPeer, markDelivered, setClusterMesh } from '../lib/mesh/store.ts';
 import { stunAdvice } from '../lib/mesh/stun-state.ts';
@@ -88,7 +89,11 @@ describe('endpoint change re-pushes nodes over the mesh', () => {
     await h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, mid));
     expect((await talosDialer(h.deps, clusterId))({ id: mid, address: `127.0.0.1:${dead}`, ipv4: null, ipv6: null })).toBe(`127.0.0.1:${dead}`);
     await markDelivered(h.deps.db, mid, '203.0.113.7:51820');
-    expect((await talosDialer(h.deps, clusterId))({ id: mid, address: `127.0.0.1:${dead}`, ipv4: null, ipv6: null })).toBe(overlay);
+    const dial = await talosDialer(h.deps, clusterId);
+    expect(dial({ id: mid, address: `127.0.0.1:${dead}`, ipv4: null, ipv6: null })).toBe(overlay);
+    // The Kubernetes API of a mesh cluster: same port, the first control plane on the overlay.
+    expect(dial.kubeEndpoint({ endpoint: 'https://[2001:db8::1]:6443' }, [{ id: mid, role: 'controlplane' }])).toBe(`https://${overlay}:6443`);
+    expect(dial.kubeEndpoint({ endpoint: 'https://[2001:db8::1]:6443' }, [{ id: mid, role: 'worker' }])).toBe('https://[2001:db8::1]:6443');
 
     const moved = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.9:51820' } });
     expect(moved.status).toBe(200);
@@ -201,5 +206,10 @@ describe('STUN in the product', () => {
     ]);
     expect(() => loadConfig({ REZUS_MESH_STUN_SERVERS: 'stun1.example.net:3478' })).toThrow(/two STUN servers/);
     expect(() => loadConfig({ REZUS_MESH_STUN_SERVERS: 'nohost' })).toThrow(/host:port/);
+    // The Home Assistant add-on's option feeds the same setting.
+    const env = addonOptionsToEnv({ mesh_stun_servers: 'stun1.example.net:3478,[2001:db8::1]:3478' });
+    expect(loadConfig(env).meshStunServers).toHaveLength(2);
+    expect(addonOptionsToEnv({ mesh_stun_servers: '' }).REZUS_MESH_STUN_SERVERS).toBeUndefined();
+    expect(() => addonOptionsToEnv({ mesh_stun_servers: 'stun1.example.net:3478' })).toThrow(/mesh_stun_servers: must be two STUN servers/);
   });
 });
