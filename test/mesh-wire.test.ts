@@ -120,6 +120,25 @@ describe('endpoint change re-pushes nodes over the mesh', () => {
     expect(again.body.error.code).toBe('nothing_pending');
   }, 30_000);
 
+  it('the first push (maintenance mode, direct address) delivers the mesh document; from then on the node is dialled on the overlay', async () => {
+    h = await createHarness({ patchDeps: (d) => void (d.settings.pushConfig = { callDeadlineMs: 2_000, readyTimeoutMs: 5_000, pollMs: 25 }) });
+    worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'test', leaseMs: 5_000, concurrency: 2, pollMs: 20 });
+    worker.start();
+    const node = await startSimNode({ rebootMs: 20 });
+    sims.push(node);
+    const { clusterId } = await seedCluster(h);
+    const mid = await addMachine(h, clusterId, { name: 'cp1', address: node.address });
+    await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820' } });
+    const res = await h.call('POST', `/v1/clusters/${clusterId}/machines/${mid}/push-config`, { body: { insecure: true, certFingerprint: node.maintenanceFingerprint } });
+    expect(res.status).toBe(202);
+    const run = await waitFor(h, res.body.run.id);
+    expect(run.state, run.error ?? '').toBe('succeeded');
+    expect(node.receivedConfigs[0]!.data.toString()).toMatch(/kind: WireguardConfig[\s\S]*endpoint: 203\.0\.113\.7:51820/);
+    expect((await loadPeer(h.deps.db, mid))?.deliveredEndpoint).toBe('203.0.113.7:51820');
+    const [row] = await h.deps.db.select().from(machines).where(eq(machines.id, mid));
+    expect((await talosDialer(h.deps, clusterId))(row!)).toMatch(/^100\.64\.0\.\d+$/);
+  }, 30_000);
+
   it('a node that cannot be reached fails the run by name; POST …/mesh/repush queues it again', async () => {
     h = await createHarness({ patchDeps: (d) => void (d.settings.pushConfig = { callDeadlineMs: 500, readyTimeoutMs: 1_000, pollMs: 25 }) });
     worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'test', leaseMs: 5_000, concurrency: 2, pollMs: 20 });
