@@ -42,6 +42,10 @@ export interface Settings {
   etcdSnapshotCron?: string;
   /** etcd snapshots kept per cluster (default 7). */
   etcdSnapshotKeep?: number;
+  /** STUN servers the mesh hub asks for its public address (REZUS_MESH_STUN_SERVERS); absent: STUN off. */
+  meshStunServers?: { host: string; port: number }[];
+  /** Cron pattern of the STUN check (default every minute). */
+  meshStunCron?: string;
 }
 
 export interface PushTimings {

@@ -57,6 +57,8 @@ export const addonOptionsSchema = z.object({
   master_key: optionalText(z.string().refine(validMasterKey, 'must be 32 bytes, as 64 hex characters or base64')),
   database_url: optionalText(z.string().regex(/^(libsql|https):\/\/[^\s]+$/, 'must be a libsql:// or https:// URL')),
   database_auth_token: optionalText(z.string()),
+  // Checked in full (two host:port entries) by the runner's REZUS_MESH_STUN_SERVERS.
+  mesh_stun_servers: optionalText(z.string().regex(/^[^\s,]+:\d{1,5},[^\s,]+:\d{1,5}$/, 'must be two STUN servers, host:port,host:port')),
 });
 
 export type AddonOptions = z.output<typeof addonOptionsSchema>;
@@ -89,5 +91,6 @@ export function addonOptionsToEnv(options: unknown): Record<string, string> {
   if (o.master_key) env.REZUS_MASTER_KEY = o.master_key;
   if (o.database_url) env.REZUS_DB_URL = o.database_url;
   if (o.database_auth_token) env.REZUS_DB_AUTH_TOKEN = o.database_auth_token;
+  if (o.mesh_stun_servers) env.REZUS_MESH_STUN_SERVERS = o.mesh_stun_servers;
   return env;
 }

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import type { LogLevel } from '../lib/log.ts';
+import { parseStunServers, type StunServer } from '../lib/mesh/stun.ts';
 
 export interface RunnerConfig {
   dataDir: string;
@@ -26,6 +27,9 @@ export interface RunnerConfig {
   trustIngress: boolean;
   collectDeadlineMs: number;
   stateKeepVersions: number;
+  /** STUN servers of the mesh hub's public-address check; empty: off. */
+  meshStunServers: StunServer[];
+  meshStunCron: string;
 }
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
@@ -68,6 +72,21 @@ const envSchema = z.object({
   REZUS_TRUST_INGRESS: bool,
   REZUS_COLLECT_DEADLINE: z.string().default('2s'),
   REZUS_STATE_KEEP_VERSIONS: int(1, 100_000).default(100),
+  REZUS_MESH_STUN_SERVERS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        const servers = parseStunServers(v);
+        // One server tells the address; a second, from the same socket, tells whether the NAT is symmetric.
+        if (servers.length === 1) ctx.addIssue({ code: 'custom', message: 'give two STUN servers (host:port,host:port) or none' });
+        return servers;
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+  REZUS_MESH_STUN_CRON: z.string().default('* * * * *'),
 });
 
 /** The runner's whole configuration comes from the environment; everything has a default. */
@@ -101,5 +120,7 @@ export function loadConfig(env: Record<string, string | undefined>): RunnerConfi
     trustIngress: e.REZUS_TRUST_INGRESS,
     collectDeadlineMs: parseDuration(e.REZUS_COLLECT_DEADLINE) * 1000,
     stateKeepVersions: e.REZUS_STATE_KEEP_VERSIONS,
+    meshStunServers: e.REZUS_MESH_STUN_SERVERS,
+    meshStunCron: e.REZUS_MESH_STUN_CRON,
   };
 }

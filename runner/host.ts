@@ -77,13 +77,20 @@ export async function startHost(
       tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000, lockTimeout: '30s' },
       trustIngress: config.trustIngress,
       stateKeepVersions: config.stateKeepVersions,
+      ...(config.meshStunServers.length ? { meshStunServers: config.meshStunServers, meshStunCron: config.meshStunCron } : {}),
     },
     newClusterSecrets: generateSecrets,
     metrics: createPromMetrics(() => deps),
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
   // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
-  deps.meshHub = createMeshHubControl(deps, createHubDriver({ interfaceName: DEFAULT_INTERFACE }));
+  const meshHub = createMeshHubControl(deps, createHubDriver({ interfaceName: DEFAULT_INTERFACE }));
+  deps.meshHub = meshHub;
+  // Brings the hub back (interface, key, peers) without holding up the start.
+  void meshHub.resume().then(
+    (s) => s && s.state !== 'up' && log.warn('mesh hub not running', { missing: s.missing }),
+    (err: unknown) => log.error('mesh hub not restored', { error: String(err) }),
+  );
 
   const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
   const server = await new Promise<ServerType>((resolve) => {
@@ -125,6 +132,7 @@ export async function startHost(
         // every tofu child) has ended, or tofu's final state upload would fail and its
         // resources would be missing from the stored state.
         await worker.stop(config.shutdownGraceS * 1000);
+        await meshHub.stop().catch((err: unknown) => log.error('mesh hub not stopped', { error: String(err) }));
         const closed = new Promise<void>((r) => server.close(() => r()));
         // Channels the collect passes keep open to nodes between passes.
         closeCollectAccessCache(deps);

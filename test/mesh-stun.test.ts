@@ -1,61 +1,19 @@
 import { createSocket } from 'node:dgram';
-import { createServer } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectNat, parseStunServers, stunBinding } from '../lib/mesh/stun.ts';
+import { freeUdpPort, startCoturns, type Coturns } from './support/coturn.ts';
 
 // Real coturn instances (Debian `coturn`) in STUN-only mode on loopback.
-const servers: { port: number; proc: ResultPromise }[] = [];
-let dir = '';
-
-async function freeUdpPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-async function startCoturn(): Promise<number> {
-  const port = await freeUdpPort();
-  const proc = execa('turnserver', [
-    '-n', '--listening-ip=127.0.0.1', `--listening-port=${port}`, '--stun-only', '--no-tls', '--no-dtls', '--no-cli',
-    `--pidfile=${join(dir, `${port}.pid`)}`, `--userdb=${join(dir, `${port}.db`)}`, '--log-file=stdout', '--simple-log',
-  ], { reject: false, stdin: 'ignore' });
-  servers.push({ port, proc });
-  // Ready when it answers a Binding; bounded.
-  const sock = createSocket('udp4');
-  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
-  try {
-    for (let i = 0; i < 40; i++) {
-      try {
-        await stunBinding(sock, { host: '127.0.0.1', port }, 250);
-        return port;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    throw new Error('coturn did not answer');
-  } finally {
-    sock.close();
-  }
-}
+let coturn: Coturns;
+let servers: { port: number }[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'rz-stun-'));
-  await startCoturn();
-  await startCoturn();
+  coturn = await startCoturns(2);
+  servers = coturn.ports.map((port) => ({ port }));
 }, 20_000);
 
 afterAll(async () => {
-  for (const s of servers) {
-    s.proc.kill('SIGTERM');
-    await s.proc;
-  }
-  await rm(dir, { recursive: true, force: true });
+  await coturn?.stop();
 });
 
 describe('STUN against coturn', () => {

@@ -9,27 +9,10 @@ import { createMeshHubControl } from '../lib/mesh/hub-sync.ts';
 import { loadClusterMesh, loadHub, loadPeer, nodeEndpoint, peerAddresses, peerKeyContext } from '../lib/mesh/store.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
 import { createNetnsPair, netnsSkipReason, type NetnsPair } from './support/netns.ts';
+import { CHILD, firstLine, inNs } from './support/mesh-netns.ts';
 
 const skip = netnsSkipReason();
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CHILD = fileURLToPath(new URL('./support/mesh-netns-child.ts', import.meta.url));
 const RELAY = fileURLToPath(new URL('../lib/mesh/relay-main.ts', import.meta.url));
-
-function inNs(ns: string, script: string, args: string[]): ResultPromise {
-  return execa('ip', ['netns', 'exec', ns, process.execPath, '--import', 'tsx', script, ...args], { cwd: ROOT, reject: false, timeout: 20_000 });
-}
-
-async function firstLine(child: ResultPromise): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const nl = buf.indexOf('\n');
-      if (nl !== -1) resolve(buf.slice(0, nl));
-    });
-    void child.then((r) => reject(new Error(`child exited: ${String(r.stderr).slice(-500)}`)));
-  });
-}
 
 describe.skipIf(skip !== null)(`mesh tunnel between network namespaces${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let pair: NetnsPair;

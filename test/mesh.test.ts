@@ -180,6 +180,9 @@ describe('dial address and node documents', () => {
       expect(await dialAddress(h.deps.db, m.body.id, '192.0.2.10')).toBe('192.0.2.10');
       expect(await meshDocuments(h.deps, m.body.id)).toEqual([]);
       await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '[2001:DB8::7]:51820' } });
+      // Not on the overlay until a config with the mesh document has reached it.
+      expect(await dialAddress(h.deps.db, m.body.id, '192.0.2.10')).toBe('192.0.2.10');
+      await markDelivered(h.deps.db, m.body.id, '[2001:db8::7]:51820');
       expect(await dialAddress(h.deps.db, m.body.id, '192.0.2.10')).toBe('100.64.0.2');
       const [doc] = await meshDocuments(h.deps, m.body.id);
       expect(doc).toMatchObject({ kind: 'WireguardConfig', peers: [{ endpoint: '[2001:db8::7]:51820', persistentKeepaliveInterval: '25s' }] });

@@ -6,3 +6,4 @@ export * from './sessions.ts';
 export * from './etcd.ts';
 export * from './edge.ts';
 export * from './mesh.ts';
+export * from './mesh-stun.ts';

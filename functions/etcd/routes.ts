@@ -10,6 +10,7 @@ import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
+import { dialAddress } from '../../lib/mesh/dial.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { DEFAULT_SNAPSHOT_KEEP, etcdRestoreJob, etcdSnapshotJob, snapshotSealContext } from './job.ts';
 
@@ -60,7 +61,7 @@ export function etcdSnapshotRoutes() {
     const target = rows.find((m) => m.id === body.machine) ?? rows.find((m) => m.name === body.machine);
     if (!target) throw notFound('machine');
     if (target.role !== 'controlplane') throw new ApiError(400, 'not_control_plane', `${target.name} is a worker; etcd is restored on a control plane`);
-    if (!talosAddressOf(target)) throw new ApiError(400, 'no_address', `${target.name} has no address to reach its Talos API`);
+    if (!(await dialAddress(c.var.deps.db, target.id, talosAddressOf(target)))) throw new ApiError(400, 'no_address', `${target.name} has no address to reach its Talos API`);
     const run = await enqueueClusterRun(c.var.deps, cluster, etcdRestoreJob, { snapshot: snap.id, machine: target.id }, c.var.principal.tokenId);
     return accepted(c, run);
   });

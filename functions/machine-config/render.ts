@@ -1,5 +1,5 @@
 import { renderMachineConfig, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
-import { PatchError } from '../../lib/talos/patch.ts';
+import { PatchError, type ConfigDocument } from '../../lib/talos/patch.ts';
 import { installerPlatform } from '../../lib/talos/installer.ts';
 import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
 import { DomainError } from '../../lib/errors.ts';
@@ -11,7 +11,8 @@ type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' 
 type ClusterLike = Pick<ClusterRow, 'name' | 'endpoint' | 'talosVersion' | 'kubernetesVersion' | 'settings'>;
 
 /** Everything the generator needs for one machine; the same inputs always give the same YAML. */
-export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets): MachineConfigInput {
+/** `extraDocuments`: e.g. the mesh's WireguardConfig (lib/mesh/dial.ts meshDelivery). */
+export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, extraDocuments: ConfigDocument[] = []): MachineConfigInput {
   const s = readClusterSettings(cluster.settings);
   // Only the address the user gave goes into certSANs: Talos adds a node's own IPs to its
   // certificates itself, and leaving out what tofu reports keeps user_data from changing after
@@ -32,13 +33,14 @@ export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, s
     network: { podSubnets: s.podSubnets, serviceSubnets: s.serviceSubnets },
     clusterPatches: s.patches,
     machinePatches: machine.patches as MachineConfigInput['machinePatches'],
+    extraDocuments,
   };
 }
 
 /** Renders, turning generator and patch errors into a 400 that names the path. */
-export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches'): string {
+export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches', extraDocuments: ConfigDocument[] = []): string {
   try {
-    return renderMachineConfig(machineConfigInput(cluster, machine, secrets));
+    return renderMachineConfig(machineConfigInput(cluster, machine, secrets, extraDocuments));
   } catch (err) {
     if (err instanceof TalosConfigError || err instanceof PatchError) {
       throw new DomainError('invalid', 'invalid_config', `${field}: ${err.message}`);

@@ -7,6 +7,7 @@ import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster, loadMachine, type ClusterRow } from '../inventory/load.ts';
 import { renderOrReject } from './render.ts';
+import { meshDocuments } from '../../lib/mesh/dial.ts';
 import { openClusterSecrets } from './secrets.ts';
 
 const YAML = { 'content-type': 'application/yaml; charset=utf-8', 'cache-control': 'no-store' };
@@ -55,7 +56,7 @@ export function machineConfigRoutes() {
   app.get('/:id/machines/:mid/config', secretsRead, async (c) => {
     const cluster = await loadCluster(c, c.req.param('id'));
     const machine = await loadMachine(c, cluster, c.req.param('mid'));
-    const text = renderOrReject(cluster, machine, openClusterSecrets(c.var.deps, cluster));
+    const text = renderOrReject(cluster, machine, openClusterSecrets(c.var.deps, cluster), 'patches', await meshDocuments(c.var.deps, machine.id));
     await audited(c, cluster, 'secrets.machine-config', machine.id);
     return c.body(text, 200, YAML);
   });

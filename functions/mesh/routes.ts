@@ -7,8 +7,11 @@ import { ApiError } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import type { HubStatus } from '../../lib/mesh/hub-driver-types.ts';
 import { InvalidPrefixError, parseEndpointLiteral, parsePrefix } from '../../lib/mesh/prefixes.ts';
+import { loadStun, stunAdvice } from '../../lib/mesh/stun-state.ts';
+import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
+import { enqueueRepush, meshRepushJob } from './job.ts';
 import {
-  allocatePeer, ensureHub, listPeers, loadClusterMesh, loadHub, MeshConflictError, MeshExhaustedError, nodeEndpoint, peerAddresses,
+  affectedMachines, allocatePeer, ensureHub, listPeers, loadClusterMesh, loadHub, MeshConflictError, MeshExhaustedError, nodeEndpoint, peerAddresses,
   setClusterMesh, disableClusterMesh,
 } from '../../lib/mesh/store.ts';
 import { parseIp, formatIp } from '../../lib/talos/net.ts';
@@ -33,9 +36,12 @@ const prefixField = (family: 4 | 6) =>
   }, `must be an IPv${family} prefix with zero host bits${family === 4 ? ', e.g. 100.64.0.0/10' : ', e.g. fd7a:7265:7a75::/64'}`);
 const port = z.number().int().min(1).max(65535);
 
+/** `stun`: the endpoint is what the runner's STUN check learns (REZUS_MESH_STUN_SERVERS), kept current by it. */
+export const STUN_ENDPOINT = 'stun';
+
 export const meshBody = z
   .strictObject({
-    endpoint: endpointField.optional(),
+    endpoint: z.union([z.literal(STUN_ENDPOINT), endpointField]).optional(),
     relay: z
       .strictObject({
         address: z.string().refine((v) => parseIp(v) !== undefined, 'must be an IP literal').transform((v) => formatIp(parseIp(v)!)),
@@ -46,7 +52,11 @@ export const meshBody = z
     ipv4Prefix: prefixField(4).optional(),
     ipv6Prefix: prefixField(6).optional(),
   })
-  .refine((b) => b.endpoint !== undefined || b.relay !== undefined, { message: 'give endpoint (ip:port) or relay', path: ['endpoint'] });
+  .refine((b) => b.endpoint !== undefined || b.relay !== undefined, { message: 'give endpoint (ip:port or "stun") or relay', path: ['endpoint'] });
+
+/** What a cluster's nodes dial, in words, for run events: the endpoint, or the relay. */
+const dialTarget = (m: { endpoint: string | null; relay: { address: string } | null } | null) =>
+  !m ? 'none' : m.relay ? `relay ${m.relay.address}` : (m.endpoint ?? 'none (waiting for STUN)');
 
 async function hubStatus(deps: Deps, sync: boolean): Promise<HubStatus | { state: 'not-hosted'; missing: string[] }> {
   if (!deps.meshHub) return { state: 'not-hosted', missing: ['this host does not run the hub; the Node runner applies it'] };
@@ -74,10 +84,25 @@ async function view(deps: Deps, clusterId: string, status: Awaited<ReturnType<ty
       txBytes: s?.txBytes ?? 0,
     };
   });
+  const stun = await loadStun(deps.db);
+  const pending = (await affectedMachines(deps.db, clusterId)).map((a) => ({ machine: a.machineId, name: names.get(a.machineId) ?? null, delivered: a.delivered, wanted: a.wanted }));
   return {
     enabled: true,
     endpoint: cluster.endpoint,
+    endpointSource: cluster.endpointSource,
     relay: cluster.relay,
+    // Nodes whose config still dials an old endpoint; a mesh-repush run moves them.
+    pending,
+    stun: {
+      enabled: (deps.settings.meshStunServers?.length ?? 0) > 0,
+      mapping: stun?.mapping ?? null,
+      publicAddress: stun?.publicAddress ?? null,
+      endpoint: stun?.endpoint ?? null,
+      observed: stun?.observed ?? [],
+      checkedAt: stun ? new Date(stun.checkedAt).toISOString() : null,
+      changedAt: stun?.changedAt ? new Date(stun.changedAt).toISOString() : null,
+      advice: stunAdvice(stun),
+    },
     hub: {
       publicKey: hub.row.publicKey,
       interface: hub.row.interfaceName,
@@ -99,9 +124,16 @@ export function meshRoutes() {
     const deps = c.var.deps;
     const cluster = await loadCluster(c, c.req.param('id'));
     const body = await readJson(c, meshBody);
+    const fromStun = body.endpoint === STUN_ENDPOINT;
+    if (fromStun && !deps.settings.meshStunServers?.length) {
+      throw new ApiError(400, 'stun_off', 'endpoint "stun" needs STUN servers: set REZUS_MESH_STUN_SERVERS=host:port,host:port on the runner');
+    }
+    const before = await loadClusterMesh(deps.db, cluster.id);
+    let after;
     try {
       const hub = await ensureHub(deps, { ipv4Prefix: body.ipv4Prefix, ipv6Prefix: body.ipv6Prefix });
-      await setClusterMesh(deps, cluster.id, { endpoint: body.endpoint ?? null, endpointSource: 'configured', relay: body.relay ?? null });
+      const endpoint = fromStun ? ((await loadStun(deps.db))?.endpoint ?? null) : (body.endpoint ?? null);
+      after = await setClusterMesh(deps, cluster.id, { endpoint, endpointSource: fromStun ? 'stun' : 'configured', relay: body.relay ?? null });
       const rows = await deps.db.select({ id: machines.id }).from(machines).where(eq(machines.clusterId, cluster.id)).orderBy(machines.name).all();
       for (const m of rows) await allocatePeer(deps, hub, cluster.id, m.id);
     } catch (err) {
@@ -110,7 +142,21 @@ export function meshRoutes() {
       if (err instanceof InvalidPrefixError) throw new ApiError(400, 'invalid_request', err.message);
       throw err;
     }
-    return c.json(await view(deps, cluster.id, await hubStatus(deps, true)));
+    // Nodes holding a config that dials the old endpoint get the new one over the mesh.
+    const changed = before && dialTarget(before) !== dialTarget(after);
+    const repush = changed ? await enqueueRepush(deps, cluster, `hub endpoint changed from ${dialTarget(before)} to ${dialTarget(after)}`, c.var.principal.tokenId) : null;
+    return c.json({ ...(await view(deps, cluster.id, await hubStatus(deps, true))), repush: repush && (repush.run ? { run: repush.run.id, machines: repush.machines } : { run: null, reason: repush.reason }) });
+  });
+
+  /** Queues the re-push of pending nodes by hand, e.g. after a node that was offline is back. */
+  app.post('/:id/mesh/repush', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const mesh = await loadClusterMesh(c.var.deps.db, cluster.id);
+    if (!mesh) throw new ApiError(409, 'mesh_off', 'the mesh is off for this cluster');
+    const pending = await affectedMachines(c.var.deps.db, cluster.id);
+    if (pending.length === 0) throw new ApiError(409, 'nothing_pending', 'every node already holds a config with the current endpoint');
+    const run = await enqueueClusterRun(c.var.deps, cluster, meshRepushJob, { reason: `re-push requested: ${pending.length} node(s) dial an old endpoint, now ${dialTarget(mesh)}` }, c.var.principal.tokenId);
+    return accepted(c, run);
   });
 
   app.get('/:id/mesh', requireScope('read'), async (c) => {

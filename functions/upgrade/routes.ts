@@ -10,6 +10,7 @@ import { talosVersionSchema } from '../../lib/talos/validate.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
+import { meshDialer } from '../../lib/mesh/dial.ts';
 import { clusterTalosInput, readClusterSettings } from '../machine-config/settings.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { upgradeJob, type UpgradeParams } from './job.ts';
@@ -44,7 +45,8 @@ export function upgradeRoutes() {
     const body = await readJson(c, upgradeBody);
     const rows = await c.var.deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
     if (rows.length === 0) throw conflict('the cluster has no machines to upgrade');
-    const noAddress = rows.filter((m) => !talosAddressOf(m)).map((m) => m.name).sort();
+    const dial = await meshDialer(c.var.deps.db, cluster.id);
+    const noAddress = rows.filter((m) => !dial.address(m.id, talosAddressOf(m))).map((m) => m.name).sort();
     if (noAddress.length) throw conflict(`machines without a Talos API address: ${noAddress.join(', ')}`, { machines: noAddress });
     const workers = rows.filter((m) => m.role === 'worker').length;
     const maxBatch = Math.max(1, workers);

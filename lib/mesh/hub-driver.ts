@@ -145,6 +145,19 @@ export function createHubDriver(opts: HubDriverOptions) {
     return String(r.stdout);
   }
 
+  async function close(): Promise<void> {
+    await run(ip, ['link', 'del', 'dev', name]);
+    const child = userspace;
+    userspace = undefined;
+    if (child) {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+      child.kill('SIGTERM');
+      await child;
+      clearTimeout(timer);
+    }
+    mode = null;
+  }
+
   return {
     interfaceName: name,
 
@@ -176,19 +189,16 @@ export function createHubDriver(opts: HubDriverOptions) {
       return { state: 'up', mode: mode ?? (userspace ? 'userspace' : null), missing: [], interface: parseWgDump(String(r.stdout)) };
     },
 
-    /** Removes the interface; a wireguard-go child exits with it. */
-    async close(): Promise<void> {
-      await run(ip, ['link', 'del', 'dev', name]);
-      const child = userspace;
-      userspace = undefined;
-      if (child) {
-        const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
-        child.kill('SIGTERM');
-        await child;
-        clearTimeout(timer);
-      }
-      mode = null;
+    /**
+     * Runner shutdown: a wireguard-go child this driver started is stopped (its interface goes
+     * with it); a kernel interface is left up and re-applied at the next start.
+     */
+    async stopUserspace(): Promise<void> {
+      if (userspace) await close();
     },
+
+    /** Removes the interface; a wireguard-go child exits with it. */
+    close,
   };
 }
 

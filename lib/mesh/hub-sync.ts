@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.ts';
 import { meshClusters } from '../../db/schema/index.ts';
 import type { Sealer } from '../crypto/seal.ts';
 import type { MeshHubControl } from './control.ts';
-import type { HubApplyInput, HubDriver } from './hub-driver.ts';
+import type { HubApplyInput, HubDriver, HubStatus } from './hub-driver.ts';
 import { HubUnavailableError } from './hub-driver.ts';
 import { hubPrivateKey, hubSideEndpoint, listAllPeers, loadHub, peerAddresses } from './store.ts';
 
@@ -20,19 +20,48 @@ export async function desiredHub(deps: { db: Db; sealer: Sealer }): Promise<HubA
   };
 }
 
-export function createMeshHubControl(deps: { db: Db; sealer: Sealer }, driver: HubDriver): MeshHubControl {
+/** What the runner adds to the routes' control: its own start and stop. */
+export interface RunnerMeshHub extends MeshHubControl {
+  /** At start: re-applies the hub the database holds (interface, key, peers); null when there is none. */
+  resume(): Promise<HubStatus | null>;
+  /** At shutdown: stops the wireguard-go process this runner started (a kernel interface stays). */
+  stop(): Promise<void>;
+}
+
+export function createMeshHubControl(deps: { db: Db; sealer: Sealer }, driver: HubDriver): RunnerMeshHub {
+  // One change at a time: a PUT racing the start-up resume must not create the interface twice.
+  let queue: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = queue.then(fn, fn);
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  let stopped = false;
+  const apply = async (want: HubApplyInput): Promise<HubStatus> => {
+    try {
+      await driver.apply(want);
+    } catch (err) {
+      if (err instanceof HubUnavailableError) return { state: 'unavailable', mode: null, missing: err.missing, interface: null };
+      throw err;
+    }
+    return driver.status();
+  };
   return {
-    async sync() {
-      const want = await desiredHub(deps);
-      if (!want) return driver.status();
-      try {
-        await driver.apply(want);
-      } catch (err) {
-        if (err instanceof HubUnavailableError) return { state: 'unavailable', mode: null, missing: err.missing, interface: null };
-        throw err;
-      }
-      return driver.status();
-    },
+    sync: () =>
+      serial(async () => {
+        const want = await desiredHub(deps);
+        return want && !stopped ? apply(want) : driver.status();
+      }),
     status: () => driver.status(),
+    resume: () =>
+      serial(async () => {
+        const want = await desiredHub(deps);
+        return want && !stopped ? apply(want) : null;
+      }),
+    stop: () =>
+      serial(async () => {
+        stopped = true;
+        await driver.stopUserspace();
+      }),
   };
 }

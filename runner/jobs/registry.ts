@@ -11,6 +11,9 @@ import { etcdRestoreJob, etcdSnapshotJob } from '../../functions/etcd/job.ts';
 import { etcdRestoreExecutor, etcdSnapshotExecutor, scheduledEtcdSnapshots } from './etcd/snapshot.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
 import { upgradeJob } from '../../functions/upgrade/job.ts';
+import { meshRepushJob } from '../../functions/mesh/job.ts';
+import { meshRepushExecutor } from './mesh/repush.ts';
+import { meshStunCron } from './mesh/stun.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
 import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
@@ -58,6 +61,7 @@ export function executors(): AppExecutors {
     bind(etcdSnapshotJob, etcdSnapshotExecutor),
     bind(etcdRestoreJob, etcdRestoreExecutor),
     bind(upgradeJob, upgradeExecutor),
+    bind(meshRepushJob, meshRepushExecutor),
   ]);
 }
 
@@ -104,5 +108,6 @@ export function cronJobs(deps: Deps): CronJob[] {
     // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
     { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
     ...(deps.settings.etcdSnapshotCron ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: () => scheduledEtcdSnapshots(deps) }] : []),
+    ...meshStunCron(deps),
   ];
 }

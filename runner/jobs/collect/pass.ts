@@ -9,6 +9,7 @@ import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
 import { talosAddressOf } from '../../../functions/machine-config/access.ts';
 import { collectAccessCache, type CollectAccess } from './access-cache.ts';
+import { talosDialer } from '../cluster-access.ts';
 import { assessCluster, isFailed } from './assess.ts';
 import { createLimiter } from './limit.ts';
 import { applyRetention, type RetentionResult } from './retention.ts';
@@ -60,8 +61,7 @@ interface Target {
 
 // The channel stays open for the next pass unless the read failed: a node that did not answer
 // (or refused us) is dialled afresh next time rather than left reconnecting in the background.
-async function readTarget(access: CollectAccess, m: MachineRow, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
-  const address = talosAddressOf(m)!;
+async function readTarget(access: CollectAccess, m: MachineRow, address: string, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
   let read: NodeRead;
   try {
     read = await readNode(await access.talosClient(address), m.role, opts);
@@ -84,8 +84,10 @@ async function collectCluster(
   const deadlineMs = deps.settings.collectDeadlineMs;
   const skipped: SkippedMachine[] = [];
   const targets: MachineRow[] = [];
+  // Mesh nodes are read at their overlay address (lib/mesh/dial.ts), the Kubernetes API too.
+  const dial = await talosDialer(deps, cluster.id);
   for (const m of rows) {
-    const why = skipReason(m);
+    const why = skipReason({ ...m, address: dial(m) });
     if (why) skipped.push({ id: m.id, reason: why });
     else targets.push(m);
   }
@@ -97,7 +99,7 @@ async function collectCluster(
 
   let access: CollectAccess;
   try {
-    access = collectAccessCache(deps).access(deps, cluster);
+    access = collectAccessCache(deps).access(deps, { ...cluster, endpoint: dial.kubeEndpoint(cluster, rows) });
   } catch (err) {
     // No secrets, so no credentials: nothing can be read, and nothing is known.
     const error: CallError = { code: 'unauthenticated', message: `no cluster credentials: ${errorMessage(err)}` };
@@ -111,7 +113,7 @@ async function collectCluster(
       return kubeFailure(err);
     }
   });
-  const reads = targets.map((machine) => limit(async (): Promise<Target> => ({ machine, read: await readTarget(access, machine, opts) })));
+  const reads = targets.map((machine) => limit(async (): Promise<Target> => ({ machine, read: await readTarget(access, machine, dial(machine)!, opts) })));
   return finish(cluster, base, await Promise.all(reads), await kube, previous);
 }
 

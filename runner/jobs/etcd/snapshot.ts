@@ -6,12 +6,11 @@ import { and, desc, eq, inArray } from 'drizzle-orm';
 import { clusters, etcdSnapshots, machines } from '../../../db/schema/index.ts';
 import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { Deps } from '../../../functions/context.ts';
-import { talosAddressOf } from '../../../functions/machine-config/access.ts';
 import { DEFAULT_SNAPSHOT_KEEP, etcdSnapshotJob, snapshotSealContext, type EtcdRestoreParams, type EtcdSnapshotParams } from '../../../functions/etcd/job.ts';
 import { enqueueClusterRun } from '../../../functions/runs/enqueue.ts';
 import { newId } from '../../../lib/ids.ts';
 import { errorMessage } from '../../../lib/errors.ts';
-import { clusterAccess } from '../cluster-access.ts';
+import { clusterAccess, dialOf, talosDialer } from '../cluster-access.ts';
 import { pushTimings } from '../push-config/timings.ts';
 
 /** Upstream's gRPC message limit bounds one chunk, not the snapshot; this bounds what a run holds in memory. */
@@ -21,14 +20,15 @@ export const etcdSnapshotExecutor: JobExecutor<Deps, EtcdSnapshotParams> = async
   const t = pushTimings(deps);
   const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
   if (!cluster) throw new RunError('cluster no longer exists');
+  const dial = await talosDialer(deps, cluster.id);
   const cps = (await deps.db.select().from(machines).where(and(eq(machines.clusterId, cluster.id), eq(machines.role, 'controlplane'))))
-    .filter((m) => talosAddressOf(m))
+    .filter((m) => dial(m))
     .sort((a, b) => a.name.localeCompare(b.name));
   if (cps.length === 0) throw new RunError('the cluster has no control plane with an address');
   const access = await clusterAccess(deps, cluster);
   const problems: string[] = [];
   for (const m of cps) {
-    const client = await access.talosClient(talosAddressOf(m)!);
+    const client = await access.talosClient(dial(m)!);
     try {
       const status = await client.etcdStatus({ deadlineMs: t.callDeadlineMs, signal });
       if (status.errors.length) {
@@ -75,10 +75,11 @@ export const etcdRestoreExecutor: JobExecutor<Deps, EtcdRestoreParams> = async (
   const snap = await deps.db.select().from(etcdSnapshots).where(and(eq(etcdSnapshots.id, p.snapshot), eq(etcdSnapshots.clusterId, cluster.id))).get();
   if (!snap) throw new RunError('snapshot no longer exists');
   const m = await deps.db.select().from(machines).where(and(eq(machines.id, p.machine), eq(machines.clusterId, cluster.id))).get();
-  if (!m || m.role !== 'controlplane' || !talosAddressOf(m)) throw new RunError('the target is not a control plane with an address');
+  const address = m && (await dialOf(deps, m));
+  if (!m || m.role !== 'controlplane' || !address) throw new RunError('the target is not a control plane with an address');
   const data = deps.sealer.open(snap.sealed, snapshotSealContext(cluster.id, snap.id));
   const access = await clusterAccess(deps, cluster);
-  const client = await access.talosClient(talosAddressOf(m)!);
+  const client = await access.talosClient(address);
   try {
     await emit({ type: 'etcd.restore.upload', message: `uploading snapshot ${snap.id} (${data.length} bytes) to ${m.name} with EtcdRecover`, data: { snapshot: snap.id, machine: m.id } });
     await client.etcdRecover(data, { deadlineMs: t.readyTimeoutMs, signal });

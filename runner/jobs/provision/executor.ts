@@ -8,6 +8,8 @@ import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspac
 import type { Deps } from '../../../functions/context.ts';
 import { openClusterSecrets } from '../../../functions/machine-config/secrets.ts';
 import { renderOrReject } from '../../../functions/machine-config/render.ts';
+import { clusterMeshDeliveries } from '../../../lib/mesh/dial.ts';
+import { markDelivered } from '../../../lib/mesh/store.ts';
 import { loadProviderEnv, type CredentialProvider } from '../../../functions/providers/credentials.ts';
 import { currentVersion } from '../../../functions/state/store.ts';
 import { mintStateCredential, revokeStateCredential } from '../../../functions/state/credentials.ts';
@@ -37,12 +39,14 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
   // Each machine's Talos config becomes its user_data; rendering is deterministic, so an
   // unchanged machine plans as no change.
   const secrets = openClusterSecrets(deps, cluster);
+  // Mesh nodes carry their WireguardConfig in user_data (lib/mesh/dial.ts).
+  const mesh = await clusterMeshDeliveries(deps, cluster.id);
   const vars: Record<string, unknown> = { cluster_name: cluster.name };
   for (const p of providers) {
     vars[`machines_${p}`] = Object.fromEntries(
       cloudMachines
         .filter((m) => m.provider === p)
-        .map((m) => [m.name, { role: m.role, user_data: renderOrReject(cluster, m, secrets) }]),
+        .map((m) => [m.name, { role: m.role, user_data: renderOrReject(cluster, m, secrets, 'patches', mesh.get(m.id)?.documents ?? []) }]),
     );
   }
 
@@ -150,6 +154,7 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
         .update(machines)
         .set({ ipv4: a?.ipv4 ?? null, ipv6: a?.ipv6 ?? null, state: a ? 'provisioned' : 'new', updatedAt: now })
         .where(eq(machines.id, m.id));
+      await markDelivered(deps.db, m.id, a ? (mesh.get(m.id)?.endpoint ?? null) : null);
     }
     await emit({ type: 'provision.addresses', message: `${Object.keys(addrs).length} machine(s) with addresses`, data: { machines: addrs } });
     return addrs;

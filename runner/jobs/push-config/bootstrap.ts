@@ -4,8 +4,7 @@ import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { BootstrapParams } from '../../../functions/push-config/job.ts';
 import { isTalosApiError } from '../../../lib/talos/api/index.ts';
 import type { Deps } from '../../../functions/context.ts';
-import { talosAddressOf } from '../../../functions/machine-config/access.ts';
-import { clusterAccess } from '../cluster-access.ts';
+import { clusterAccess, dialOf } from '../cluster-access.ts';
 import { talosFailure } from './failures.ts';
 import { readyForBootstrap } from '../../../functions/push-config/machine-state.ts';
 import { pause, pushTimings } from './timings.ts';
@@ -33,7 +32,7 @@ export const bootstrapExecutor: JobExecutor<Deps, BootstrapParams> = async ({ ru
   if (!machine) throw new RunError('machine no longer exists');
   if (machine.role !== 'controlplane') throw new RunError(`${machine.name} is not a control plane`);
   if (!readyForBootstrap(machine)) throw new RunError(`${machine.name} is ${machine.state}, not configured`);
-  const address = talosAddressOf(machine);
+  const address = await dialOf(deps, machine);
   if (!address) throw new RunError(`${machine.name} has no address to reach its Talos API`);
 
   const access = await clusterAccess(deps, cluster);

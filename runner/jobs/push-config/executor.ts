@@ -9,8 +9,10 @@ import {
 } from '../../../lib/talos/api/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
-import { talosAddressOf } from '../../../functions/machine-config/access.ts';
-import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
+import { clusterAccess, dialOf, type ClusterAccess } from '../cluster-access.ts';
+import { meshDelivery } from '../../../lib/mesh/dial.ts';
+import { markDelivered } from '../../../lib/mesh/store.ts';
+import type { ConfigDocument } from '../../../lib/talos/patch.ts';
 import { renderOrReject } from '../../../functions/machine-config/render.ts';
 import { talosFailure, type Channel } from './failures.ts';
 import { APPLIED, CONFIGURED, mayBeInMaintenance } from '../../../functions/push-config/machine-state.ts';
@@ -48,9 +50,9 @@ async function loadTargets(deps: Deps, clusterId: string, machineId: string): Pr
   return { cluster, machine };
 }
 
-function render(cluster: ClusterRow, machine: MachineRow, access: ClusterAccess): Buffer {
+function render(cluster: ClusterRow, machine: MachineRow, access: ClusterAccess, extraDocuments: ConfigDocument[]): Buffer {
   try {
-    return Buffer.from(renderOrReject(cluster, machine, access.secrets));
+    return Buffer.from(renderOrReject(cluster, machine, access.secrets, 'patches', extraDocuments));
   } catch (err) {
     if (err instanceof DomainError) throw new RunError(`config for ${machine.name}: ${err.message}`);
     throw err;
@@ -96,14 +98,15 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   const { cluster, machine } = await loadTargets(deps, run.clusterId!, p.machine);
   // Re-checked here: the machine may have changed between enqueue and run.
   if (machine.provider !== 'metal') throw new RunError(`${machine.name} is a ${machine.provider} machine; only metal machines are pushed`);
-  const address = talosAddressOf(machine);
+  const address = await dialOf(deps, machine);
   if (!address) throw new RunError(`${machine.name} has no address to reach its Talos API`);
   const channel: Channel = mayBeInMaintenance(machine) ? 'maintenance' : 'mtls';
   if (channel === 'mtls' && p.insecure) throw new RunError(`${machine.name} is ${machine.state}; it is only pushed over mTLS, never insecure`);
   if (channel === 'maintenance' && !p.insecure) throw new RunError(`${machine.name} has no config yet; pushing in maintenance mode needs insecure: true`);
 
   const access = shared ?? (await clusterAccess(deps, cluster));
-  const data = render(cluster, machine, access);
+  const mesh = await meshDelivery(deps, machine.id);
+  const data = render(cluster, machine, access, mesh.documents);
   await emit({
     type: 'push.render',
     message: `rendered the config for ${machine.name} (${data.length} bytes)`,
@@ -174,6 +177,8 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   // It holds our config now: from here on it is reached over mTLS only, even if this run fails.
   // An unconfirmed apply leaves the machine as it was until the node proves it over mTLS.
   if (channel === 'maintenance' && confirmed) await setMachine(deps, machine.id, { state: APPLIED });
+  // Which hub endpoint the node now dials (null: none); from here it is reached over the mesh.
+  if (confirmed) await markDelivered(deps.db, machine.id, mesh.endpoint);
 
   if (applied.mode === 'staged') {
     await emit({ type: 'push.staged', message: 'the config is staged; it takes effect at the next reboot' });

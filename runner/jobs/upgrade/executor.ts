@@ -3,8 +3,7 @@ import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { RunError, stopReason, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { Deps } from '../../../functions/context.ts';
-import { talosAddressOf } from '../../../functions/machine-config/access.ts';
-import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
+import { clusterAccess, talosDialer, type ClusterAccess } from '../cluster-access.ts';
 import { clusterProblems, readHealth, type GateMachine } from './health.ts';
 import { readNodeState, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
 import { sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
@@ -70,12 +69,13 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
   if (!cluster) throw new RunError('cluster no longer exists');
   const rows = await deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
   if (rows.length === 0) throw new RunError('the cluster has no machines');
-  const noAddress = rows.filter((m) => !talosAddressOf(m)).map((m) => m.name);
+  const dial = await talosDialer(deps, cluster.id);
+  const noAddress = rows.filter((m) => !dial(m)).map((m) => m.name);
   if (noAddress.length) throw new RunError(`machines without a Talos API address: ${list(noAddress)}`);
-  const all: GateMachine[] = rows.map((m) => ({ id: m.id, name: m.name, role: m.role, address: talosAddressOf(m)! }));
+  const all: GateMachine[] = rows.map((m) => ({ id: m.id, name: m.name, role: m.role, address: dial(m)! }));
 
   const hard = hardStop(signal);
-  const access = await clusterAccess(deps, cluster);
+  const access = await clusterAccess(deps, { ...cluster, endpoint: dial.kubeEndpoint(cluster, rows) });
   const recorded = new Map(rows.map((m) => [m.id, m.talosVersion]));
   const ctx: NodeContext = {
     access,

@@ -33,6 +33,8 @@ export interface SimServiceState {
 export interface SimNodeOptions {
   /** Address to listen on: loopback, or an address inside a test network namespace (mesh tests). */
   host?: string;
+  /** Port to listen on (default: any free one); mesh tests use Talos's 50000 on an overlay-like address. */
+  port?: number;
   /** Talos version tag reported by Version; below v1.13 the LifecycleService/ImageService are unknown. */
   version?: string;
   /** How long the node is unreachable while it reboots (after apply, upgrade or Reboot); at least ~120 ms. */
@@ -183,6 +185,7 @@ export class SimTalosNode {
   constructor(opts: SimNodeOptions) {
     this.opts = opts;
     this.host = opts.host ?? '127.0.0.1';
+    this.port = opts.port ?? 0;
     this.version = opts.version ?? 'v1.13.9';
     this.rebootMs = opts.rebootMs ?? 50;
     this.hostname = randomName();
@@ -475,7 +478,8 @@ export class SimTalosNode {
     }
     const issuer = cfg.caKeyPem ? { certPem: cfg.caCertPem ?? '', keyPem: cfg.caKeyPem } : this.opts.workerIssuer;
     if (!issuer) throw new SimConfigError('no issuer for the apid certificate');
-    const pair = await mintApidCert(issuer.certPem, issuer.keyPem, this.hostname, cfg.certSANs);
+    // Talos puts every node address in apid's certificate (overlay ones too); the listening host is this node's.
+    const pair = await mintApidCert(issuer.certPem, issuer.keyPem, this.hostname, [...cfg.certSANs, this.host]);
     this.tlsServer = this.makeConfiguredTls(pair, cfg.caCertPem ?? issuer.certPem);
     this.setPhase('configured');
   }
