@@ -11,6 +11,8 @@ import { etcdRestoreJob, etcdSnapshotJob } from '../../functions/etcd/job.ts';
 import { etcdRestoreExecutor, etcdSnapshotExecutor, scheduledEtcdSnapshots } from './etcd/snapshot.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
 import { upgradeJob } from '../../functions/upgrade/job.ts';
+import { upgradeKubernetesJob } from '../../functions/upgrade/kubernetes-job.ts';
+import { upgradeKubernetesExecutor } from './upgrade-kubernetes/executor.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
 import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
@@ -58,6 +60,7 @@ export function executors(): AppExecutors {
     bind(etcdSnapshotJob, etcdSnapshotExecutor),
     bind(etcdRestoreJob, etcdRestoreExecutor),
     bind(upgradeJob, upgradeExecutor),
+    bind(upgradeKubernetesJob, upgradeKubernetesExecutor),
   ]);
 }
 
