@@ -108,7 +108,7 @@ async function applyStepConfig(ctx: StepContext, m: Target, upTo: K8sComponent, 
 async function waitDone(ctx: StepContext, step: Step, what: string): Promise<void> {
   const { timings, hard } = ctx;
   const deadline = performance.now() + timings.gateTimeoutMs;
-  let last = 'not read yet';
+  let last: string;
   for (;;) {
     hard.throwIfAborted();
     try {
