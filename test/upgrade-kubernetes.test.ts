@@ -7,6 +7,7 @@ import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { linkKubeToTalos, type KubeTalosLink } from './sim/kube/talos-link.ts';
 import { parseSimConfig } from './sim/talos/sim-config.ts';
+import { alertOf, FormClient } from './support/dashboard-client.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
 
@@ -242,5 +243,29 @@ describe('POST /v1/clusters/:id/upgrade-kubernetes validation', () => {
 
     const ro = await h.call('POST', `/v1/tenants/${t.body.id}/tokens`, { body: { name: 'ro', scopes: ['read'] } });
     expect((await h.call('POST', path, { body: { version: TO }, token: ro.body.token })).status).toBe(403);
+  });
+});
+
+describe('dashboard: Upgrade Kubernetes', () => {
+  it('queues the run from the cluster page, and shows the API\'s refusal next to the form', async () => {
+    h = await createHarness();
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'd' } });
+    const cl = await h.call('POST', '/v1/clusters', { body: { tenant: t.body.id, name: 'c', talosVersion: TALOS, kubernetesVersion: FROM, endpoint: 'https://[2001:db8::1]:6443' } });
+    await h.call('POST', `/v1/clusters/${cl.body.id}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal', address: '2001:db8::10' } });
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const page = `/clusters/${cl.body.id}`;
+    expect((await b.get(page)).text).toContain('Upgrade Kubernetes');
+
+    const refused = await b.submit(page, `${page}/upgrade-kubernetes`, { version: '1.38.0' });
+    expect(refused.status).toBe(409);
+    expect(alertOf(refused.text)).toMatch(/unsupported upgrade path 1\.36->1\.38/);
+    expect(refused.text).toContain('value="1.38.0"');
+    expect((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs).toEqual([]);
+
+    const ok = await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO });
+    expect(ok.location).toMatch(/^\/runs\//);
+    const runs = (await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs;
+    expect(runs.map((r: Json) => [r.kind, r.params])).toEqual([['upgrade-kubernetes', { fromVersion: FROM, kubernetesVersion: TO }]]);
   });
 });
