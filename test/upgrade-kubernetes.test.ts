@@ -37,10 +37,10 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function setup(machines: MachineSpec[], opts: { restartMs?: number } = {}): Promise<{ h: Harness; c: UpgradeCluster; link: KubeTalosLink }> {
+async function setup(machines: MachineSpec[], opts: { restartMs?: number; gateTimeoutMs?: number } = {}): Promise<{ h: Harness; c: UpgradeCluster; link: KubeTalosLink }> {
   h = await createHarness({
     patchDeps: (d: Deps) => {
-      d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, gateTimeoutMs: 800, kubeDeadlineMs: 2_000 };
+      d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, gateTimeoutMs: opts.gateTimeoutMs ?? 800, kubeDeadlineMs: 2_000 };
     },
   });
   cluster = await startUpgradeCluster(h, { talosVersion: TALOS, machines });
@@ -159,19 +159,24 @@ describe('Kubernetes upgrade', () => {
   });
 
   it('cancel lets the step in flight finish and starts nothing after it', async () => {
-    const { h, c } = await setup(fleet(2, 0), { restartMs: 400 });
+    const { h, c, link } = await setup(fleet(2, 0), { gateTimeoutMs: 20_000 });
+    // The first step cannot finish until the test lets it, so the cancel surely lands while it is in flight.
+    link.stall('cp1', 'kube-apiserver');
     const runId = await start(h, c);
     for (let i = 0; ; i++) {
-      if ((await events(h, runId)).some((e) => e.type === 'k8s.step.start')) break;
-      if (i > 800) throw new Error('no step started');
+      if ((await events(h, runId)).some((e) => e.type === 'k8s.wait')) break;
+      if (i > 800) throw new Error('the first step never started waiting');
       await new Promise((r) => setTimeout(r, 10));
     }
     expect((await h.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    link.unstall('cp1', 'kube-apiserver');
     const run = await finished(h, runId);
     expect(run.state).toBe('canceled');
     const evs = await events(h, runId);
     expect(evs.filter((e) => e.type === 'k8s.step.done').map((e) => e.data.step)).toEqual(['kube-apiserver on cp1']);
+    expect(evs.filter((e) => e.type === 'k8s.step.start')).toHaveLength(1);
     expect(c.kube.pods('cp1').find((p) => p.name === 'kube-apiserver-cp1')).toMatchObject({ image: img('kube-apiserver', TO), ready: true });
+    expect(c.sim('cp1').receivedConfigs).toHaveLength(1);
     expect(c.sim('cp2').receivedConfigs).toEqual([]);
     expect(run.result.remaining).toEqual(STEPS_2CP_1W.slice(1, -1)); // no w1 in this cluster
     expect(await k8sVersion(h, c)).toBe(FROM);
