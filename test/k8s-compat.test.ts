@@ -49,5 +49,14 @@ describe('step configs', () => {
     // The last step is the new render itself, byte for byte; everything but images is untouched.
     expect(stepConfig(oldYaml, newYaml, 'kubelet')).toBe(newYaml);
     expect(cm.replace(/image: \S+/g, '')).toBe(newYaml.replace(/image: \S+/g, ''));
+
+    // A worker has no control-plane sections, and gets none added.
+    const worker = { ...base, role: 'worker' as const, hostname: 'w1' };
+    const wOld = renderMachineConfig({ ...worker, kubernetesVersion: '1.36.3' });
+    const wNew = renderMachineConfig({ ...worker, kubernetesVersion: '1.37.0' });
+    const wStep = stepConfig(wOld, wNew, 'kube-apiserver');
+    expect(wStep).not.toMatch(/apiServer|proxy|scheduler/);
+    expect(configImage(wStep, 'kubelet')).toBe('ghcr.io/siderolabs/kubelet:v1.36.3');
+    expect(stepConfig(wOld, wNew, 'kubelet')).toBe(wNew);
   });
 });

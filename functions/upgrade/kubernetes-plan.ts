@@ -43,10 +43,15 @@ function setImage(docs: ConfigDocument[], component: K8sComponent, image: string
   const v1 = docs.find(isV1alpha1);
   if (!v1) return;
   const [a, b, c] = IMAGE_PATH[component];
+  if (image === undefined) {
+    // A section the old render lacks stays as the new one has it, never an empty stub.
+    const section = (v1[a] as Record<string, unknown> | undefined)?.[b] as Record<string, unknown> | undefined;
+    if (section) delete section[c];
+    return;
+  }
   const top = (v1[a] ??= {}) as Record<string, unknown>;
   const section = (top[b] ??= {}) as Record<string, unknown>;
-  if (image === undefined) delete section[c];
-  else section[c] = image;
+  section[c] = image;
 }
 
 /** The image a rendered config gives `component`; undefined where the role has none (a worker's static pods). */
