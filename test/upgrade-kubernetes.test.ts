@@ -158,6 +158,20 @@ describe('Kubernetes upgrade', () => {
     expect(await k8sVersion(h, c)).toBe(TO);
   });
 
+  it('a kube-proxy rollout that never completes stops the run before any kubelet', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    c.kube.setRollout({ stuck: true });
+    const run = await finished(h, await start(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^kube-proxy did not become ready on 1\.37\.0 within 1s: kube-proxy rollout: 0\/2 updated, 0 available$/);
+    // The DaemonSet was patched with the image the control planes' configs now carry.
+    expect(c.kube.daemonSet('kube-system', 'kube-proxy')?.image).toBe(img('kube-proxy', TO));
+    expect(c.kube.writes.filter((w) => w.path.endsWith('/daemonsets/kube-proxy')).map((w) => w.method)).toEqual(['PATCH']);
+    expect(sentImages(c, 'cp1').map((x) => x.kubelet)).toEqual(Array(4).fill(`ghcr.io/siderolabs/kubelet:v${FROM}`));
+    expect(c.sim('w1').receivedConfigs).toEqual([]);
+    expect(await k8sVersion(h, c)).toBe(FROM);
+  });
+
   it('cancel lets the step in flight finish and starts nothing after it', async () => {
     const { h, c, link } = await setup(fleet(2, 0), { gateTimeoutMs: 20_000 });
     // The first step cannot finish until the test lets it, so the cancel surely lands while it is in flight.
