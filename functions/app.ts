@@ -28,6 +28,7 @@ import { approveRoutes, provisionHookRoutes, provisionRoutes } from './provision
 import { pushConfigRoutes } from './push-config/routes.ts';
 import { stateBackendRoutes } from './state/backend.ts';
 import { upgradeRoutes } from './upgrade/routes.ts';
+import { upgradeKubernetesRoutes } from './upgrade/kubernetes-routes.ts';
 import { clusterStateRoutes } from './state/cluster-routes.ts';
 import { webhookSecretRoutes } from './webhooks/secret.ts';
 
@@ -93,6 +94,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   v1.route('/collect', collectRoutes());
   v1.route('/clusters', pushConfigRoutes());
   v1.route('/clusters', upgradeRoutes());
+  v1.route('/clusters', upgradeKubernetesRoutes());
   v1.route('/clusters', etcdSnapshotRoutes());
   v1.route('/clusters', meshRoutes());
   v1.route('/runs', runRoutes());

@@ -182,6 +182,10 @@ describe('rezus CLI against a real runner', () => {
     expect(refused.exitCode).toBe(3);
     expect(refused.stderr).toMatch(/error: patches: machine\.network.*\(invalid_config, HTTP 400\)/);
 
+    const jump = await rezus(['upgrade-kubernetes', 'lab', '--to', '1.38.0']);
+    expect(jump.exitCode).toBe(3);
+    expect(jump.stderr).toMatch(/unsupported upgrade path 1\.36->1\.38.*\(unsupported_upgrade_path, HTTP 409\)/);
+
     const missing = await rezus(['describe', 'cluster', 'nope']);
     expect(missing.exitCode).toBe(3);
     expect(missing.stderr).toContain('cluster "nope" not found');

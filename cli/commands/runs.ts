@@ -133,6 +133,18 @@ export function registerRunCommands(program: Command): void {
 
   waitOpt(
     program
+      .command('upgrade-kubernetes')
+      .description('Kubernetes upgrade: static pods across the control planes, kube-proxy, then each kubelet')
+      .argument('<cluster>', 'cluster name or id')
+      .requiredOption('--to <version>', 'the Kubernetes version, e.g. 1.37.0 (at most one minor up)'),
+  ).action(async (ref: string, opts: WaitOption & { to: string }, cmd: Command) => {
+    const { api, format, opts: g } = await session(cmd);
+    const cluster = await resolveCluster(api, ref, g.tenant);
+    await submitRun(api, format, `/v1/clusters/${cluster.id}/upgrade-kubernetes`, { version: opts.to }, opts);
+  });
+
+  waitOpt(
+    program
       .command('collect')
       .description('run a health collect pass now (every cluster the token sees, or one)')
       .argument('[cluster]', 'cluster name or id'),

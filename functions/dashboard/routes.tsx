@@ -243,6 +243,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     '/clusters/:id/upgrade',
     clusterAction(clusterPath('/upgrade'), (f) => ({ ...pick(f, ['talosVersion']), ...numberField(f, 'batchSize') }), 'upgrade'),
   );
+  app.post('/clusters/:id/upgrade-kubernetes', clusterAction(clusterPath('/upgrade-kubernetes'), (f) => pick(f, ['version']), 'upgrade-kubernetes'));
   app.post(
     '/clusters/:id/machines/:mid/push-config',
     clusterAction(
@@ -327,6 +328,8 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
           ? [`/v1/clusters/${cid}/bootstrap`, {}]
           : run.kind === 'upgrade'
             ? [`/v1/clusters/${cid}/upgrade`, { talosVersion: p.talosVersion, ...(p.batchSize ? { batchSize: p.batchSize } : {}) }]
+            : run.kind === 'upgrade-kubernetes'
+              ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion }]
             : run.kind === 'backup'
               ? ['/v1/backups', {}]
               : null;

@@ -14,6 +14,8 @@ import { upgradeJob } from '../../functions/upgrade/job.ts';
 import { meshRepushJob } from '../../functions/mesh/job.ts';
 import { meshRepushExecutor } from './mesh/repush.ts';
 import { meshStunCron } from './mesh/stun.ts';
+import { upgradeKubernetesJob } from '../../functions/upgrade/kubernetes-job.ts';
+import { upgradeKubernetesExecutor } from './upgrade-kubernetes/executor.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
 import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
@@ -62,6 +64,7 @@ export function executors(): AppExecutors {
     bind(etcdRestoreJob, etcdRestoreExecutor),
     bind(upgradeJob, upgradeExecutor),
     bind(meshRepushJob, meshRepushExecutor),
+    bind(upgradeKubernetesJob, upgradeKubernetesExecutor),
   ]);
 }
 

@@ -42,7 +42,7 @@ export interface ClusterPageProps {
   now: number;
 }
 
-const INLINE_FORMS = new Set(['upgrade', 'machine', 'edit', 'delete']);
+const INLINE_FORMS = new Set(['upgrade', 'upgrade-kubernetes', 'machine', 'edit', 'delete']);
 
 /** The API's message next to the form it belongs to. */
 export const FieldError: FC<{ show: boolean; error: string | undefined }> = ({ show, error }) =>
@@ -67,6 +67,7 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
   const problem = (form: string, fields: string[]) => (failedForm === form ? errorFor(error, fields) : undefined);
   const machineErr = problem('machine', ['name', 'role', 'provider', 'address', 'installDisk']);
   const upgradeErr = problem('upgrade', ['talosVersion', 'batchSize']);
+  const k8sErr = problem('upgrade-kubernetes', ['version']);
   const editErr = problem('edit', ['kubernetesVersion', 'endpoint']);
   const at = (p: ReturnType<typeof errorFor>, field: string) => (p?.field === field ? p.message : undefined);
   return (
@@ -132,6 +133,16 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             <Field id="up-batch" name="batchSize" label="Batch size" hint="optional" type="number" value={keep('upgrade').batchSize} error={at(upgradeErr, 'batchSize')} />
           </div>
           <button type="submit">Upgrade</button>
+        </form>
+        <form method="post" action={href(v, `/clusters/${cid}/upgrade-kubernetes`)} class="card">
+          <h3>Upgrade Kubernetes</h3>
+          <p class="hint">The cluster runs Kubernetes {String(cluster.kubernetesVersion)}; one minor version at a time.</p>
+          <Csrf v={v} />
+          <FieldError show={!k8sErr?.field} error={k8sErr?.message} />
+          <div class="fields">
+            <Field id="k8s-version" name="version" label="Kubernetes version" placeholder={String(cluster.kubernetesVersion)} value={keep('upgrade-kubernetes').version} error={at(k8sErr, 'version')} required />
+          </div>
+          <button type="submit">Upgrade Kubernetes</button>
         </form>
       </section>
 

@@ -46,6 +46,8 @@ export type TalosClientOptions =
 
 /** The talosctl default containerd instance for installer images. */
 const SYSTEM_CONTAINERD = { driver: 'CRI', namespace: 'NS_SYSTEM' };
+/** Where the kubelet's pods (static pods included) take their images from. */
+const CRI_CONTAINERD = { driver: 'CRI', namespace: 'NS_CRI' };
 
 const TRANSPORT_DOWN = /No connection established|ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|getaddrinfo|Name resolution failed|connect E/;
 
@@ -209,10 +211,14 @@ export class TalosApiClient {
     return { ack: str(m['ack']), actorId: str(m['actor_id']) };
   }
 
-  /** ImageService/Pull into the system containerd namespace (v1.13+); resolves with the pulled image name. */
-  async imagePull(input: { image: string }, opts?: CallOptions & { onProgress?: (p: ImagePullProgress) => void }): Promise<{ name: string }> {
+  /**
+   * ImageService/Pull (v1.13+) into the system containerd namespace (installer, kubelet), or with
+   * `namespace: 'cri'` into the one Kubernetes pods run from; resolves with the pulled image name.
+   */
+  async imagePull(input: { image: string; namespace?: 'system' | 'cri' }, opts?: CallOptions & { onProgress?: (p: ImagePullProgress) => void }): Promise<{ name: string }> {
     let name = '';
-    await this.stream(this.image, 'ImageService', 'Pull', { containerd: SYSTEM_CONTAINERD, image_ref: input.image }, opts, (msg) => {
+    const containerd = input.namespace === 'cri' ? CRI_CONTAINERD : SYSTEM_CONTAINERD;
+    await this.stream(this.image, 'ImageService', 'Pull', { containerd, image_ref: input.image }, opts, (msg) => {
       if (msg['response'] === 'name') name = str(msg['name']);
       else if (msg['response'] === 'pull_progress' && opts?.onProgress) {
         const p = obj(msg['pull_progress']) ?? {};

@@ -39,6 +39,27 @@ export interface SimPodSpec {
   /** A static pod's mirror (annotation kubernetes.io/config.mirror). */
   mirror?: boolean;
   emptyDir?: boolean;
+  /** The container's name and image (defaults: `c`, `busybox`). */
+  container?: string;
+  image?: string;
+  /** The pod's Ready condition; absent: true. */
+  ready?: boolean;
+}
+
+export interface SimDaemonSetSpec {
+  namespace: string;
+  name: string;
+  container: string;
+  image: string;
+  /** Pods the DaemonSet schedules (one per node). */
+  desired: number;
+}
+
+export interface SimDaemonSet extends SimDaemonSetSpec {
+  generation: number;
+  observedGeneration: number;
+  updated: number;
+  available: number;
 }
 
 export interface SimPdb {
@@ -82,6 +103,13 @@ export interface KubeSim {
   setPod(pod: SimPodSpec): void;
   pods(nodeName?: string): SimPodSpec[];
   setPdb(pdb: SimPdb): void;
+  setDaemonSet(ds: SimDaemonSetSpec): void;
+  daemonSet(namespace: string, name: string): SimDaemonSet | undefined;
+  /**
+   * How a DaemonSet rolls out a new spec: after `ms` every pod runs it; `stuck` never gets there
+   * (a new image that never becomes available).
+   */
+  setRollout(opts: { ms?: number; stuck?: boolean }): void;
   /** How long an evicted pod takes to terminate and disappear. */
   setEvictionLatency(ms: number): void;
   stop(): Promise<void>;
@@ -107,6 +135,8 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const writes: KubeWrite[] = [];
   const pods = new Map<string, SimPodSpec & { terminating: boolean }>();
   const pdbs = new Map<string, SimPdb>();
+  const daemonSets = new Map<string, SimDaemonSet>();
+  let rollout = { ms: 0, stuck: false };
   let evictionMs = 0;
   const podKey = (ns: string, name: string): string => `${ns}/${name}`;
   const sockets = new Set<net.Socket>();
@@ -174,8 +204,8 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
         ...(p.ownerKind ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: p.ownerKind, name: `${p.name}-owner`, uid: 'owner', controller: true }] } : {}),
         ...(p.terminating ? { deletionTimestamp: new Date().toISOString() } : {}),
       },
-      spec: { nodeName: p.nodeName, containers: [{ name: 'c', image: 'busybox' }], volumes: p.emptyDir ? [{ name: 'scratch', emptyDir: {} }] : [] },
-      status: { phase: 'Running' },
+      spec: { nodeName: p.nodeName, containers: [{ name: p.container ?? 'c', image: p.image ?? 'busybox' }], volumes: p.emptyDir ? [{ name: 'scratch', emptyDir: {} }] : [] },
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: p.ready === false ? 'False' : 'True' }] },
     };
   }
 
@@ -213,7 +243,51 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     return { code: 201, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 } };
   }
 
+  function daemonSetObject(d: SimDaemonSet): object {
+    return {
+      kind: 'DaemonSet',
+      apiVersion: 'apps/v1',
+      metadata: { name: d.name, namespace: d.namespace, generation: d.generation, uid: `uid-ds-${d.name}` },
+      spec: { template: { spec: { containers: [{ name: d.container, image: d.image }] } } },
+      status: { observedGeneration: d.observedGeneration, desiredNumberScheduled: d.desired, updatedNumberScheduled: d.updated, numberAvailable: d.available, numberReady: d.available },
+    };
+  }
+
+  /** A strategic merge patch of the pod template's containers (merged by name), as the apiserver does. */
+  function patchDaemonSet(d: SimDaemonSet, body: unknown): void {
+    const containers = (body as { spec?: { template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } } } } | null)?.spec?.template?.spec?.containers ?? [];
+    const mine = containers.find((c) => c.name === d.container);
+    if (!mine?.image || mine.image === d.image) return;
+    d.image = mine.image;
+    d.generation++;
+    d.observedGeneration = d.generation;
+    d.updated = 0;
+    d.available = 0;
+    if (rollout.stuck) return;
+    const done = (): void => {
+      d.updated = d.desired;
+      d.available = d.desired;
+    };
+    if (rollout.ms <= 0) return done();
+    const t = setTimeout(() => {
+      timers.delete(t);
+      done();
+    }, rollout.ms);
+    timers.add(t);
+  }
+
   function write(req: IncomingMessage, path: string, body: unknown): { code: number; body: unknown } | undefined {
+    const ds = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
+    if (ds && req.method === 'PATCH') {
+      const d = daemonSets.get(podKey(decodeURIComponent(ds[1] ?? ''), decodeURIComponent(ds[2] ?? '')));
+      if (!d) return { code: 404, body: status(404, 'NotFound', `daemonsets.apps "${ds[2]}" not found`) };
+      const type = req.headers['content-type'] ?? '';
+      if (!/strategic-merge-patch\+json|merge-patch\+json/.test(type)) {
+        return { code: 415, body: status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format: ${type}`) };
+      }
+      patchDaemonSet(d, body);
+      return { code: 200, body: daemonSetObject(d) };
+    }
     const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(path);
     if (node && req.method === 'PATCH') {
       const name = decodeURIComponent(node[1] ?? '');
@@ -244,8 +318,15 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       if (!m) return { code: 400, body: status(400, 'BadRequest', `field label not supported: ${part}`) };
       node = m[1];
     }
+    // Equality-based label selectors only (`k=v,k2=v2`), which is all the clients here send.
+    const labels: Record<string, string> = {};
+    for (const part of (url.searchParams.get('labelSelector') ?? '').split(',').filter(Boolean)) {
+      const m = /^\s*([^=!\s]+)\s*==?\s*([^=\s]*)\s*$/.exec(part);
+      if (!m) return { code: 400, body: status(400, 'BadRequest', `unable to parse requirement: ${part}`) };
+      labels[m[1]!] = m[2]!;
+    }
     const items = [...pods.values()]
-      .filter((p) => (ns === undefined || p.namespace === ns) && (node === undefined || p.nodeName === node))
+      .filter((p) => (ns === undefined || p.namespace === ns) && (node === undefined || p.nodeName === node) && matches(p.labels ?? {}, labels))
       .map(podObject);
     return { code: 200, body: { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items } };
   }
@@ -297,6 +378,11 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       return { code: 200, body: { kind: 'APIGroupList', apiVersion: 'v1', groups: list } };
     }
     if (path === '/api/v1/pods') return listPods(url, undefined);
+    const oneDs = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
+    if (oneDs) {
+      const d = daemonSets.get(podKey(decodeURIComponent(oneDs[1] ?? ''), decodeURIComponent(oneDs[2] ?? '')));
+      return d ? { code: 200, body: daemonSetObject(d) } : { code: 404, body: status(404, 'NotFound', `daemonsets.apps "${oneDs[2]}" not found`) };
+    }
     const nsPods = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(path);
     if (nsPods) return listPods(url, decodeURIComponent(nsPods[1] ?? ''));
     if (path === '/api/v1/nodes') {
@@ -382,6 +468,14 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     setPod: (pod) => void pods.set(podKey(pod.namespace, pod.name), { ...pod, terminating: false }),
     pods: (nodeName) => [...pods.values()].filter((p) => nodeName === undefined || p.nodeName === nodeName).map(({ terminating: _t, ...p }) => p),
     setPdb: (pdb) => void pdbs.set(podKey(pdb.namespace, pdb.name), { ...pdb }),
+    setDaemonSet: (d) => void daemonSets.set(podKey(d.namespace, d.name), { ...d, generation: 1, observedGeneration: 1, updated: d.desired, available: d.desired }),
+    daemonSet: (ns, name) => {
+      const d = daemonSets.get(podKey(ns, name));
+      return d ? { ...d } : undefined;
+    },
+    setRollout: (opts) => {
+      rollout = { ms: opts.ms ?? 0, stuck: opts.stuck ?? false };
+    },
     setEvictionLatency: (ms) => {
       evictionMs = ms;
     },

@@ -8,6 +8,16 @@ export interface SimMachineConfig {
   caKeyPem: string | undefined;
   certSANs: string[];
   installImage: string | undefined;
+  /** The Kubernetes component images the config names (static pods, kube-proxy, kubelet). */
+  images: SimKubernetesImages;
+}
+
+export interface SimKubernetesImages {
+  apiServer?: string;
+  controllerManager?: string;
+  scheduler?: string;
+  proxy?: string;
+  kubelet?: string;
 }
 
 export class SimConfigError extends Error {}
@@ -50,6 +60,21 @@ export function parseSimConfig(data: Uint8Array): { v1alpha1: SimMachineConfig |
   const ca = asObj(machine['ca']) ?? {};
   const network = asObj(machine['network']) ?? {};
   const install = asObj(machine['install']) ?? {};
+  const cluster = asObj(v1['cluster']) ?? {};
+  const imageAt = (section: Doc, key: string): string | undefined => {
+    const image = asObj(section[key])?.['image'];
+    return typeof image === 'string' ? image : undefined;
+  };
+  const images: SimKubernetesImages = {};
+  for (const [name, value] of Object.entries({
+    apiServer: imageAt(cluster, 'apiServer'),
+    controllerManager: imageAt(cluster, 'controllerManager'),
+    scheduler: imageAt(cluster, 'scheduler'),
+    proxy: imageAt(cluster, 'proxy'),
+    kubelet: imageAt(machine, 'kubelet'),
+  })) {
+    if (value !== undefined) images[name as keyof SimKubernetesImages] = value;
+  }
   const t = machine['type'];
   const type = t === 'controlplane' || t === 'init' ? 'controlplane' : 'worker';
   return {
@@ -60,6 +85,7 @@ export function parseSimConfig(data: Uint8Array): { v1alpha1: SimMachineConfig |
       caKeyPem: decodeB64Pem(ca['key']),
       certSANs: Array.isArray(machine['certSANs']) ? machine['certSANs'].map(String) : [],
       installImage: typeof install['image'] === 'string' ? install['image'] : undefined,
+      images,
     },
   };
 }

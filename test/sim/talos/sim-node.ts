@@ -144,6 +144,9 @@ export class SimTalosNode {
   readonly bootstrapCalls: number[] = [];
   readonly upgrades: { api: 'legacy' | 'lifecycle'; image: string; stage: boolean }[] = [];
   readonly pulledImages: string[] = [];
+  /** Images pulled into the CRI namespace (what Kubernetes pods run from). */
+  readonly pulledCriImages: string[] = [];
+  private readonly configListeners = new Set<(cfg: SimMachineConfig) => void>();
   readonly reboots: string[] = [];
   /** TLS handshakes completed (accepted) and rejected, for asserting what reached the node. */
   handshakes = { accepted: 0, rejected: 0 };
@@ -273,6 +276,16 @@ export class SimTalosNode {
   setServiceState(id: string, state: SimServiceState | null): void {
     if (state) this.serviceOverrides.set(id, state);
     else this.serviceOverrides.delete(id);
+  }
+
+  /** Calls `fn` with every config the node starts running (applied live or after a reboot); returns the unsubscribe. */
+  onConfig(fn: (cfg: SimMachineConfig) => void): () => void {
+    this.configListeners.add(fn);
+    return () => void this.configListeners.delete(fn);
+  }
+
+  private configChanged(cfg: SimMachineConfig): void {
+    for (const fn of [...this.configListeners]) fn(cfg);
   }
 
   waitForPhase(phase: SimPhase, timeoutMs = 5_000): Promise<void> {
@@ -482,6 +495,7 @@ export class SimTalosNode {
     const pair = await mintApidCert(issuer.certPem, issuer.keyPem, this.hostname, [...cfg.certSANs, this.host]);
     this.tlsServer = this.makeConfiguredTls(pair, cfg.caCertPem ?? issuer.certPem);
     this.setPhase('configured');
+    this.configChanged(cfg);
   }
 
   private comeBackConfigured(): Promise<void> {
@@ -669,6 +683,7 @@ export class SimTalosNode {
   private applyLive(cfg: SimMachineConfig): void {
     this.config = cfg;
     if (cfg.hostname) this.hostname = cfg.hostname;
+    this.configChanged(cfg);
   }
 
   private bootstrap(req: Raw): Raw {
@@ -857,10 +872,10 @@ export class SimTalosNode {
     const image = String(call.request['image_ref'] ?? '');
     const ns = (call.request['containerd'] as Raw | null)?.['namespace'];
     if (!image) throw new SimRpcError(grpc.status.INVALID_ARGUMENT, 'image_ref is required');
-    if (ns !== 'NS_SYSTEM') throw new SimRpcError(grpc.status.INVALID_ARGUMENT, 'installer images must be pulled into the system namespace');
+    if (ns !== 'NS_SYSTEM' && ns !== 'NS_CRI') throw new SimRpcError(grpc.status.INVALID_ARGUMENT, `unknown containerd namespace ${String(ns)}`);
     call.write({ pull_progress: { layer_id: 'sha256:0001', progress: { status: 'DOWNLOADING', offset: '1048576', total: '4194304' } } });
     call.write({ pull_progress: { layer_id: 'sha256:0001', progress: { status: 'EXTRACT_COMPLETE', offset: '4194304', total: '4194304' } } });
-    this.pulledImages.push(image);
+    (ns === 'NS_CRI' ? this.pulledCriImages : this.pulledImages).push(image);
     call.write({ name: image });
   }
 

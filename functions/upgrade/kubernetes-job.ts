@@ -1,0 +1,14 @@
+import { z } from 'zod';
+import { defineJob, type JobParams } from '../../lib/jobs/spec.ts';
+
+/** A Kubernetes version upgrade the way `talosctl upgrade-k8s` does it (runner/jobs/upgrade-kubernetes). */
+export const upgradeKubernetesJob = defineJob(
+  'upgrade-kubernetes',
+  z.strictObject({
+    /** The cluster's `kubernetesVersion` when the run was queued: what components not yet upgraded run. */
+    fromVersion: z.string(),
+    /** Normalized, without `v`, e.g. `1.37.0`. */
+    kubernetesVersion: z.string(),
+  }),
+);
+export type UpgradeKubernetesParams = JobParams<typeof upgradeKubernetesJob>;

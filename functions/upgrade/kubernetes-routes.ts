@@ -1,0 +1,47 @@
+import { eq } from 'drizzle-orm';
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { machines } from '../../db/schema/index.ts';
+import { requireScope } from '../auth.ts';
+import { ApiError, conflict } from '../../lib/http/errors.ts';
+import { readJson } from '../../lib/http/validate.ts';
+import { kubernetesPathProblem, kubernetesUnsupportedReason } from '../../lib/talos/k8s-compat.ts';
+import { kubernetesVersionSchema } from '../../lib/talos/validate.ts';
+import type { AppEnv } from '../context.ts';
+import { loadCluster } from '../inventory/load.ts';
+import { talosAddressOf } from '../machine-config/access.ts';
+import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
+import { upgradeKubernetesJob } from './kubernetes-job.ts';
+
+export const upgradeKubernetesBody = z.strictObject({
+  /** `1.37.0` or `v1.37.0`. */
+  version: kubernetesVersionSchema,
+});
+
+/**
+ * `POST /v1/clusters/:id/upgrade-kubernetes {version}`: queues a Kubernetes upgrade (cluster-changing,
+ * one at a time). Refused up front: a downgrade, a jump of more than one minor, a version the
+ * Talos of the cluster or of any of its machines does not run.
+ */
+export function upgradeKubernetesRoutes() {
+  const app = new Hono<AppEnv>();
+  app.post('/:id/upgrade-kubernetes', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const body = await readJson(c, upgradeKubernetesBody);
+    const target = body.version;
+    const path = kubernetesPathProblem(cluster.kubernetesVersion, target);
+    if (path) throw new ApiError(409, path.code, path.message, { from: cluster.kubernetesVersion, to: target });
+    const rows = await c.var.deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
+    if (rows.length === 0) throw conflict('the cluster has no machines to upgrade');
+    if (!rows.some((m) => m.role === 'controlplane')) throw conflict('the cluster has no control plane');
+    const noAddress = rows.filter((m) => !talosAddressOf(m)).map((m) => m.name).sort();
+    if (noAddress.length) throw conflict(`machines without a Talos API address: ${noAddress.join(', ')}`, { machines: noAddress });
+    // Every Talos the cluster is known to run must support the target (the run re-checks what the nodes report).
+    const talos = [...new Set([cluster.talosVersion, ...rows.map((m) => m.talosVersion).filter((v): v is string => !!v)])].sort();
+    const unsupported = talos.map((v) => kubernetesUnsupportedReason(v, target)).filter((r): r is string => r !== undefined);
+    if (unsupported.length) throw new ApiError(409, 'unsupported_by_talos', unsupported.join('; '), { talosVersions: talos, to: target });
+    const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, { fromVersion: cluster.kubernetesVersion, kubernetesVersion: target }, c.var.principal.tokenId);
+    return accepted(c, run);
+  });
+  return app;
+}

@@ -1,0 +1,100 @@
+// The Kubernetes reads and the one write a Kubernetes upgrade needs: a control plane's static pod
+// (by its `k8s-app` label and node, as talosctl's checkPodStatus), a node's kubelet version, and
+// the kube-proxy DaemonSet.
+import { httpError } from '../../../lib/kube/errors.ts';
+import type { KubeWriter } from '../../../lib/kube/drain.ts';
+
+const NS = 'kube-system';
+
+export interface PodView {
+  name: string;
+  image: string | undefined;
+  ready: boolean;
+}
+
+export interface NodeView {
+  kubeletVersion: string;
+  ready: boolean;
+}
+
+export interface DaemonSetView {
+  image: string | undefined;
+  /** The controller has seen the last spec change and every scheduled pod runs it and is available. */
+  rolledOut: boolean;
+  desired: number;
+  updated: number;
+  available: number;
+}
+
+interface Condition {
+  type?: string;
+  status?: string;
+}
+interface Container {
+  name?: string;
+  image?: string;
+}
+
+const isTrue = (conditions: Condition[] | undefined, type: string): boolean => (conditions ?? []).some((c) => c.type === type && c.status === 'True');
+const imageOf = (containers: Container[] | undefined, name: string): string | undefined => (containers?.find((c) => c.name === name) ?? containers?.[0])?.image;
+
+async function get(w: KubeWriter, path: string, signal: AbortSignal): Promise<unknown> {
+  const r = await w.request('GET', path, { signal });
+  if (r.status === 404) return undefined;
+  if (r.status < 200 || r.status > 299) throw httpError(`GET ${w.server}${path.split('?')[0]}`, r.status, r.body);
+  return r.body;
+}
+
+/** The `component` static pod on `node`, undefined while it has none. */
+export async function staticPod(w: KubeWriter, component: string, node: string, signal: AbortSignal): Promise<PodView | undefined> {
+  const body = (await get(w, `/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`k8s-app=${component}`)}`, signal)) as
+    | { items?: Array<{ metadata?: { name?: string }; spec?: { nodeName?: string; containers?: Container[] }; status?: { conditions?: Condition[] } }> }
+    | undefined;
+  const pod = body?.items?.find((p) => p.spec?.nodeName === node);
+  if (!pod) return undefined;
+  return { name: pod.metadata?.name ?? component, image: imageOf(pod.spec?.containers, component), ready: isTrue(pod.status?.conditions, 'Ready') };
+}
+
+export async function kubeNode(w: KubeWriter, node: string, signal: AbortSignal): Promise<NodeView | undefined> {
+  const body = (await get(w, `/api/v1/nodes/${encodeURIComponent(node)}`, signal)) as
+    | { status?: { nodeInfo?: { kubeletVersion?: string }; conditions?: Condition[] } }
+    | undefined;
+  if (!body) return undefined;
+  return { kubeletVersion: body.status?.nodeInfo?.kubeletVersion ?? '', ready: isTrue(body.status?.conditions, 'Ready') };
+}
+
+const PROXY_PATH = `/apis/apps/v1/namespaces/${NS}/daemonsets/kube-proxy`;
+
+/** The kube-proxy DaemonSet Talos deploys; undefined when the cluster runs without it. */
+export async function kubeProxy(w: KubeWriter, signal: AbortSignal): Promise<DaemonSetView | undefined> {
+  const body = (await get(w, PROXY_PATH, signal)) as
+    | {
+        metadata?: { generation?: number };
+        spec?: { template?: { spec?: { containers?: Container[] } } };
+        status?: { observedGeneration?: number; desiredNumberScheduled?: number; updatedNumberScheduled?: number; numberAvailable?: number };
+      }
+    | undefined;
+  if (!body) return undefined;
+  const s = body.status ?? {};
+  const desired = s.desiredNumberScheduled ?? 0;
+  const updated = s.updatedNumberScheduled ?? 0;
+  const available = s.numberAvailable ?? 0;
+  return {
+    image: imageOf(body.spec?.template?.spec?.containers, 'kube-proxy'),
+    rolledOut: (s.observedGeneration ?? 0) >= (body.metadata?.generation ?? 0) && updated === desired && available === desired,
+    desired,
+    updated,
+    available,
+  };
+}
+
+/**
+ * Sets the kube-proxy container's image with a strategic merge patch: Talos applies its bootstrap
+ * manifests only when a cluster is created, so a new `cluster.proxy.image` reaches the DaemonSet
+ * only this way (talosctl's manifest sync does the same for every manifest).
+ */
+export async function setKubeProxyImage(w: KubeWriter, image: string, signal: AbortSignal): Promise<void> {
+  const body = { spec: { template: { spec: { containers: [{ name: 'kube-proxy', image }] } } } };
+  const r = await w.request('PATCH', PROXY_PATH, { body, contentType: 'application/strategic-merge-patch+json', signal });
+  if (r.status < 200 || r.status > 299) throw httpError(`PATCH ${w.server}${PROXY_PATH}`, r.status, r.body);
+}

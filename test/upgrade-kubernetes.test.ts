@@ -1,0 +1,290 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Deps } from '../functions/context.ts';
+import { upgradeKubernetesJob } from '../functions/upgrade/kubernetes-job.ts';
+import { upgradeKubernetesExecutor } from '../runner/jobs/upgrade-kubernetes/executor.ts';
+import { bind } from '../runner/jobs/registry.ts';
+import { loadKubernetesClient } from '../lib/kube/index.ts';
+import { createWorker, type Worker } from '../runner/worker.ts';
+import { linkKubeToTalos, type KubeTalosLink } from './sim/kube/talos-link.ts';
+import { parseSimConfig } from './sim/talos/sim-config.ts';
+import { alertOf, FormClient } from './support/dashboard-client.ts';
+import { createHarness, type Harness } from './support/harness.ts';
+import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
+
+// Response bodies are whatever the API sent.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const TALOS = 'v1.14.0';
+const FROM = '1.36.3';
+const TO = '1.37.0';
+const img = (name: string, v: string): string => `registry.k8s.io/${name}:v${v}`;
+const KUBELET_TO = `ghcr.io/siderolabs/kubelet:v${TO}`;
+
+let h: Harness | undefined;
+let worker: Worker | undefined;
+let cluster: UpgradeCluster | undefined;
+let link: KubeTalosLink | undefined;
+
+afterEach(async () => {
+  link?.stop();
+  await worker?.stop(0);
+  await cluster?.stop();
+  await h?.close();
+  link = undefined;
+  worker = undefined;
+  cluster = undefined;
+  h = undefined;
+});
+
+async function setup(machines: MachineSpec[], opts: { restartMs?: number; gateTimeoutMs?: number } = {}): Promise<{ h: Harness; c: UpgradeCluster; link: KubeTalosLink }> {
+  h = await createHarness({
+    patchDeps: (d: Deps) => {
+      d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, gateTimeoutMs: opts.gateTimeoutMs ?? 800, kubeDeadlineMs: 2_000 };
+    },
+  });
+  cluster = await startUpgradeCluster(h, { talosVersion: TALOS, machines });
+  link = linkKubeToTalos(cluster.kube, cluster.sims, { restartMs: opts.restartMs ?? 20 });
+  // Loading the Kubernetes client stalls the event loop longer than this test's 600 ms lease on a
+  // busy machine; the runner's lease is 30 s.
+  await loadKubernetesClient();
+  // A short lease makes the worker's heartbeat (lease/3) notice a cancel quickly.
+  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeKubernetesJob, upgradeKubernetesExecutor)]), workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
+  worker.start();
+  return { h, c: cluster, link };
+}
+
+async function start(hh: Harness, c: UpgradeCluster, version = TO): Promise<string> {
+  const res = await hh.call('POST', `/v1/clusters/${c.clusterId}/upgrade-kubernetes`, { body: { version } });
+  expect(res.status).toBe(202);
+  expect(res.body.run.kind).toBe('upgrade-kubernetes');
+  return res.body.run.id;
+}
+
+async function finished(hh: Harness, runId: string): Promise<Json> {
+  for (let i = 0; i < 1200; i++) {
+    const run = (await hh.call('GET', `/v1/runs/${runId}`)).body;
+    if (['succeeded', 'failed', 'canceled', 'interrupted'].includes(run.state)) return run;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`run ${runId} did not finish`);
+}
+
+const events = async (hh: Harness, runId: string): Promise<Json[]> => (await hh.call('GET', `/v1/runs/${runId}/events`)).body.events;
+const k8sVersion = async (hh: Harness, c: UpgradeCluster): Promise<string> => (await hh.call('GET', `/v1/clusters/${c.clusterId}`)).body.kubernetesVersion;
+
+/** The component images of every config `node` was sent, in order. */
+function sentImages(c: UpgradeCluster, node: string): Json[] {
+  return c.sim(node).receivedConfigs.map((r) => ({ mode: r.mode, ...parseSimConfig(r.data).v1alpha1!.images }));
+}
+
+const STEPS_2CP_1W = [
+  'kube-apiserver on cp1', 'kube-apiserver on cp2',
+  'kube-controller-manager on cp1', 'kube-controller-manager on cp2',
+  'kube-scheduler on cp1', 'kube-scheduler on cp2',
+  'kube-proxy',
+  'kubelet on cp1', 'kubelet on cp2', 'kubelet on w1',
+];
+
+describe('Kubernetes upgrade', () => {
+  it('pre-pulls, then moves each static pod across the control planes, kube-proxy, then each kubelet, without reboots', async () => {
+    const { h, c } = await setup(fleet(2, 1));
+    const runId = await start(h, c);
+    const run = await finished(h, runId);
+    expect(run.error).toBeNull();
+    expect(run.state).toBe('succeeded');
+    expect(run.result.upgraded).toEqual(STEPS_2CP_1W);
+    expect(await k8sVersion(h, c)).toBe(TO);
+
+    const evs = await events(h, runId);
+    const starts = evs.filter((e) => e.type === 'k8s.step.start');
+    expect(starts.map((e) => e.data.step)).toEqual(STEPS_2CP_1W);
+    // Strictly one step after another: each is done (running and Ready) before the next starts.
+    for (const s of starts.slice(1)) {
+      const prev = evs.filter((e) => e.type === 'k8s.step.done' && e.seq < s.seq).at(-1);
+      expect(prev).toBeDefined();
+      expect(evs.filter((e) => e.type === 'k8s.step.start' && e.seq > prev.seq && e.seq < s.seq)).toEqual([]);
+    }
+    // Every image is pulled before the first config goes out.
+    const lastPull = Math.max(...evs.filter((e) => e.type === 'k8s.pull').map((e) => e.seq));
+    expect(lastPull).toBeLessThan(evs.find((e) => e.type === 'k8s.apply').seq);
+    for (const cp of ['cp1', 'cp2']) {
+      expect(c.sim(cp).pulledCriImages.sort()).toEqual([img('kube-apiserver', TO), img('kube-controller-manager', TO), img('kube-proxy', TO), img('kube-scheduler', TO)].sort());
+      expect(c.sim(cp).pulledImages).toEqual([KUBELET_TO]);
+    }
+    expect(c.sim('w1').pulledCriImages).toEqual([img('kube-proxy', TO)]);
+    expect(c.sim('w1').pulledImages).toEqual([KUBELET_TO]);
+
+    // cp1 gets one no-reboot config per step it takes part in, each moving one more component.
+    const old = { apiServer: img('kube-apiserver', FROM), controllerManager: img('kube-controller-manager', FROM), scheduler: img('kube-scheduler', FROM), proxy: img('kube-proxy', FROM), kubelet: `ghcr.io/siderolabs/kubelet:v${FROM}` };
+    const apiServer = { ...old, mode: 'NO_REBOOT', apiServer: img('kube-apiserver', TO) };
+    const cm = { ...apiServer, controllerManager: img('kube-controller-manager', TO) };
+    const sched = { ...cm, scheduler: img('kube-scheduler', TO) };
+    const proxy = { ...sched, proxy: img('kube-proxy', TO) };
+    const kubelet = { ...proxy, kubelet: KUBELET_TO };
+    expect(sentImages(c, 'cp1')).toEqual([apiServer, cm, sched, proxy, kubelet]);
+    expect(sentImages(c, 'w1')).toEqual([{ mode: 'NO_REBOOT', kubelet: KUBELET_TO }]);
+    for (const n of ['cp1', 'cp2', 'w1']) expect(c.sim(n).reboots).toEqual([]);
+
+    expect(c.kube.daemonSet('kube-system', 'kube-proxy')?.image).toBe(img('kube-proxy', TO));
+    expect(c.kube.pods('cp2').find((p) => p.name === 'kube-scheduler-cp2')).toMatchObject({ image: img('kube-scheduler', TO), ready: true });
+    // A later push of the cluster's config renders the new version too.
+    const cfg = await h.call('GET', `/v1/clusters/${c.clusterId}/machines/${c.machineIds.get('cp1')}/config`);
+    expect(cfg.body).toContain(img('kube-apiserver', TO));
+  });
+
+  it('a component that never becomes ready stops the run naming it; a new run resumes after the steps already done', async () => {
+    const { h, c, link } = await setup(fleet(2, 1));
+    link.stall('cp2', 'kube-controller-manager');
+    const first = await finished(h, await start(h, c));
+    expect(first.state).toBe('failed');
+    expect(first.error).toMatch(/^cp2: kube-controller-manager did not become ready on 1\.37\.0 within 1s: pod kube-controller-manager-cp2 runs .*kube-controller-manager:v1\.37\.0 but is not Ready/);
+    expect(await k8sVersion(h, c)).toBe(FROM);
+    // Nothing after the failed step was touched.
+    expect(sentImages(c, 'cp1').map((x) => x.scheduler)).toEqual([img('kube-scheduler', FROM), img('kube-scheduler', FROM)]);
+    expect(c.sim('cp2').receivedConfigs).toHaveLength(2);
+    expect(c.sim('w1').receivedConfigs).toHaveLength(0);
+    expect(c.kube.daemonSet('kube-system', 'kube-proxy')?.image).toBe(img('kube-proxy', FROM));
+
+    link.unstall('cp2', 'kube-controller-manager');
+    const second = await finished(h, await start(h, c));
+    expect(second.state).toBe('succeeded');
+    expect(second.result.skipped).toEqual(['kube-apiserver on cp1', 'kube-apiserver on cp2', 'kube-controller-manager on cp1', 'kube-controller-manager on cp2']);
+    expect(second.result.upgraded).toEqual(STEPS_2CP_1W.slice(4));
+    // Skipped steps were not pushed again (cp1: 2 configs before, 3 more now), and nothing was pulled for them.
+    expect(c.sim('cp1').receivedConfigs).toHaveLength(5);
+    expect(c.sim('cp2').receivedConfigs).toHaveLength(5);
+    expect(c.sim('cp1').pulledCriImages.filter((i) => i === img('kube-apiserver', TO))).toHaveLength(1);
+    expect(await k8sVersion(h, c)).toBe(TO);
+  });
+
+  it('a kube-proxy rollout that never completes stops the run before any kubelet', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    c.kube.setRollout({ stuck: true });
+    const run = await finished(h, await start(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^kube-proxy did not become ready on 1\.37\.0 within 1s: kube-proxy rollout: 0\/2 updated, 0 available$/);
+    // The DaemonSet was patched with the image the control planes' configs now carry.
+    expect(c.kube.daemonSet('kube-system', 'kube-proxy')?.image).toBe(img('kube-proxy', TO));
+    expect(c.kube.writes.filter((w) => w.path.endsWith('/daemonsets/kube-proxy')).map((w) => w.method)).toEqual(['PATCH']);
+    expect(sentImages(c, 'cp1').map((x) => x.kubelet)).toEqual(Array(4).fill(`ghcr.io/siderolabs/kubelet:v${FROM}`));
+    expect(c.sim('w1').receivedConfigs).toEqual([]);
+    expect(await k8sVersion(h, c)).toBe(FROM);
+  });
+
+  it('cancel lets the step in flight finish and starts nothing after it', async () => {
+    const { h, c, link } = await setup(fleet(2, 0), { gateTimeoutMs: 20_000 });
+    // The first step cannot finish until the test lets it, so the cancel surely lands while it is in flight.
+    link.stall('cp1', 'kube-apiserver');
+    const runId = await start(h, c);
+    for (let i = 0; ; i++) {
+      if ((await events(h, runId)).some((e) => e.type === 'k8s.wait')) break;
+      if (i > 800) throw new Error('the first step never started waiting');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect((await h.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    link.unstall('cp1', 'kube-apiserver');
+    const run = await finished(h, runId);
+    expect(run.state).toBe('canceled');
+    const evs = await events(h, runId);
+    expect(evs.filter((e) => e.type === 'k8s.step.done').map((e) => e.data.step)).toEqual(['kube-apiserver on cp1']);
+    expect(evs.filter((e) => e.type === 'k8s.step.start')).toHaveLength(1);
+    expect(c.kube.pods('cp1').find((p) => p.name === 'kube-apiserver-cp1')).toMatchObject({ image: img('kube-apiserver', TO), ready: true });
+    expect(c.sim('cp1').receivedConfigs).toHaveLength(1);
+    expect(c.sim('cp2').receivedConfigs).toEqual([]);
+    expect(run.result.remaining).toEqual(STEPS_2CP_1W.slice(1, -1)); // no w1 in this cluster
+    expect(await k8sVersion(h, c)).toBe(FROM);
+  });
+
+  it('refuses to start when a node runs a Talos that does not support the target: nothing is pulled or applied', async () => {
+    const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', version: 'v1.13.9' }]);
+    const run = await finished(h, await start(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toBe('refusing to upgrade Kubernetes: w1: Kubernetes 1.37.0 is too new for Talos v1.13.9 (it runs 1.31 to 1.36)');
+    for (const n of ['cp1', 'w1']) {
+      expect(c.sim(n).receivedConfigs).toEqual([]);
+      expect(c.sim(n).calls.filter((x) => x.method === 'ImageService/Pull')).toEqual([]);
+    }
+    expect(await k8sVersion(h, c)).toBe(FROM);
+  });
+});
+
+describe('POST /v1/clusters/:id/upgrade-kubernetes validation', () => {
+  it('rejects bad input with a clear 4xx and changes nothing', async () => {
+    h = await createHarness();
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'v' } });
+    const mk = async (name: string, talosVersion: string) =>
+      (await h!.call('POST', '/v1/clusters', { body: { tenant: t.body.id, name, talosVersion, kubernetesVersion: FROM, endpoint: 'https://[2001:db8::1]:6443' } })).body.id as string;
+    const id = await mk('c', TALOS);
+    const path = `/v1/clusters/${id}/upgrade-kubernetes`;
+    const post = (body: unknown, p = path) => h!.call('POST', p, { body });
+
+    expect((await post({ version: TO })).status).toBe(409); // no machines yet
+    for (const [name, role] of [['cp1', 'controlplane'], ['w1', 'worker']]) {
+      await h.call('POST', `/v1/clusters/${id}/machines`, { body: { name, role, provider: 'metal', address: '2001:db8::10' } });
+    }
+    const cases: Array<[unknown, number, string]> = [
+      [{ version: 'latest' }, 400, 'invalid_request'],
+      [{ version: TO, surprise: 1 }, 400, 'invalid_request'],
+      [{}, 400, 'invalid_request'],
+      [{ version: '1.35.9' }, 409, 'downgrade_refused'],
+      [{ version: FROM }, 409, 'same_version'],
+      [{ version: '1.38.0' }, 409, 'unsupported_upgrade_path'],
+      [{ version: '2.0.0' }, 409, 'unsupported_upgrade_path'],
+    ];
+    for (const [body, status, code] of cases) {
+      const res = await post(body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.body.error.code).toBe(code);
+      expect(res.body.error.message.length).toBeGreaterThan(0);
+    }
+    expect((await post({ version: TO }, '/v1/clusters/nope/upgrade-kubernetes')).status).toBe(404);
+
+    // v1.13 runs Kubernetes up to 1.36.
+    const old = await mk('old', 'v1.13.9');
+    await h.call('POST', `/v1/clusters/${old}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal', address: '2001:db8::11' } });
+    const unsupported = await post({ version: TO }, `/v1/clusters/${old}/upgrade-kubernetes`);
+    expect(unsupported.status).toBe(409);
+    expect(unsupported.body.error).toMatchObject({ code: 'unsupported_by_talos', message: 'Kubernetes 1.37.0 is too new for Talos v1.13.9 (it runs 1.31 to 1.36)' });
+
+    expect((await h.call('GET', `/v1/runs?cluster=${id}`)).body.runs).toEqual([]);
+    expect((await h.call('GET', `/v1/runs?cluster=${old}`)).body.runs).toEqual([]);
+    expect((await h.call('GET', `/v1/clusters/${id}`)).body.kubernetesVersion).toBe(FROM);
+
+    const ok = await post({ version: `v${TO}` });
+    expect(ok.status).toBe(202);
+    expect(ok.body.run.params).toEqual({ fromVersion: FROM, kubernetesVersion: TO });
+    const again = await post({ version: TO });
+    expect(again.status).toBe(409);
+    expect(again.body.error.details.activeRun).toBe(ok.body.run.id);
+    // A Talos upgrade is refused too while this one is active.
+    expect((await h.call('POST', `/v1/clusters/${id}/upgrade`, { body: { talosVersion: 'v1.14.1' } })).status).toBe(409);
+
+    const ro = await h.call('POST', `/v1/tenants/${t.body.id}/tokens`, { body: { name: 'ro', scopes: ['read'] } });
+    expect((await h.call('POST', path, { body: { version: TO }, token: ro.body.token })).status).toBe(403);
+  });
+});
+
+describe('dashboard: Upgrade Kubernetes', () => {
+  it('queues the run from the cluster page, and shows the API\'s refusal next to the form', async () => {
+    h = await createHarness();
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'd' } });
+    const cl = await h.call('POST', '/v1/clusters', { body: { tenant: t.body.id, name: 'c', talosVersion: TALOS, kubernetesVersion: FROM, endpoint: 'https://[2001:db8::1]:6443' } });
+    await h.call('POST', `/v1/clusters/${cl.body.id}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal', address: '2001:db8::10' } });
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const page = `/clusters/${cl.body.id}`;
+    expect((await b.get(page)).text).toContain('Upgrade Kubernetes');
+
+    const refused = await b.submit(page, `${page}/upgrade-kubernetes`, { version: '1.38.0' });
+    expect(refused.status).toBe(409);
+    expect(alertOf(refused.text)).toMatch(/unsupported upgrade path 1\.36->1\.38/);
+    expect(refused.text).toContain('value="1.38.0"');
+    expect((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs).toEqual([]);
+
+    const ok = await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO });
+    expect(ok.location).toMatch(/^\/runs\//);
+    const runs = (await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs;
+    expect(runs.map((r: Json) => [r.kind, r.params])).toEqual([['upgrade-kubernetes', { fromVersion: FROM, kubernetesVersion: TO }]]);
+  });
+});
