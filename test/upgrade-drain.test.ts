@@ -34,7 +34,7 @@ async function setup(machines: MachineSpec[]): Promise<{ h: Harness; c: UpgradeC
     },
   });
   cluster = await startUpgradeCluster(h, { talosVersion: FROM, machines });
-  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
+  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
   worker.start();
   return { h, c: cluster };
 }

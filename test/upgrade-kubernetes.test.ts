@@ -45,11 +45,12 @@ async function setup(machines: MachineSpec[], opts: { restartMs?: number; gateTi
   });
   cluster = await startUpgradeCluster(h, { talosVersion: TALOS, machines });
   link = linkKubeToTalos(cluster.kube, cluster.sims, { restartMs: opts.restartMs ?? 20 });
-  // Loading the Kubernetes client stalls the event loop longer than this test's 600 ms lease on a
-  // busy machine; the runner's lease is 30 s.
+  // Loading the Kubernetes client stalls the event loop for
+  // seconds on a busy machine: load it before the clock of the first gate starts.
   await loadKubernetesClient();
-  // A short lease makes the worker's heartbeat (lease/3) notice a cancel quickly.
-  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeKubernetesJob, upgradeKubernetesExecutor)]), workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
+  // A cancel through the API reaches the worker at once (the run bus), so the lease can be long
+  // enough that a loaded machine never loses it mid-test.
+  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeKubernetesJob, upgradeKubernetesExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
   worker.start();
   return { h, c: cluster, link };
 }

@@ -41,11 +41,12 @@ async function setup(machines: MachineSpec[], talosVersion = FROM): Promise<{ h:
     },
   });
   cluster = await startUpgradeCluster(h, { talosVersion, machines });
-  // Loading the Kubernetes client stalls the event loop longer than this test's 600 ms lease on a
-  // busy machine; the runner's lease is 30 s.
+  // Loading the Kubernetes client stalls the event loop for
+  // seconds on a busy machine: load it before the clock of the first gate starts.
   await loadKubernetesClient();
-  // A short lease makes the worker's heartbeat (lease/3) notice a cancel within ~200 ms.
-  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 600, concurrency: 1, pollMs: 20 });
+  // A cancel through the API reaches the worker at once (the run bus), so the lease can be long
+  // enough that a loaded machine never loses it mid-test.
+  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
   worker.start();
   return { h, c: cluster };
 }

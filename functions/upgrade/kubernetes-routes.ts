@@ -9,7 +9,7 @@ import { kubernetesPathProblem, kubernetesUnsupportedReason } from '../../lib/ta
 import { kubernetesVersionSchema } from '../../lib/talos/validate.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
-import { talosAddressOf } from '../machine-config/access.ts';
+import { machinesWithoutAddress } from '../machine-config/access.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { upgradeKubernetesJob } from './kubernetes-job.ts';
 
@@ -34,7 +34,7 @@ export function upgradeKubernetesRoutes() {
     const rows = await c.var.deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
     if (rows.length === 0) throw conflict('the cluster has no machines to upgrade');
     if (!rows.some((m) => m.role === 'controlplane')) throw conflict('the cluster has no control plane');
-    const noAddress = rows.filter((m) => !talosAddressOf(m)).map((m) => m.name).sort();
+    const noAddress = await machinesWithoutAddress(c.var.deps.db, cluster.id, rows);
     if (noAddress.length) throw conflict(`machines without a Talos API address: ${noAddress.join(', ')}`, { machines: noAddress });
     // Every Talos the cluster is known to run must support the target (the run re-checks what the nodes report).
     const talos = [...new Set([cluster.talosVersion, ...rows.map((m) => m.talosVersion).filter((v): v is string => !!v)])].sort();
