@@ -3,6 +3,7 @@ import { isTalosApiError, type VersionResult } from '../../../lib/talos/api/inde
 import type { PushTimings } from '../../../functions/context.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
 import { pause } from './timings.ts';
+import { untilPortReturns } from '../node-port.ts';
 
 const describe = (err: unknown) => (isTalosApiError(err) ? err.message : 'no answer yet');
 
@@ -28,6 +29,7 @@ export async function waitForMtls(
   signal: AbortSignal,
 ): Promise<VersionResult> {
   const end = Date.now() + t.readyTimeoutMs;
+  const seen = { down: false };
   let last: unknown;
   for (;;) {
     signal.throwIfAborted();
@@ -43,7 +45,8 @@ export async function waitForMtls(
         isTalosApiError(last) ? { node: last.node, code: last.code, grpcStatus: last.grpcStatus } : {},
       );
     }
-    await pause(t.pollMs, signal);
+    // A node that went down to reboot is probed again as soon as its port reopens.
+    await untilPortReturns(address, t.pollMs, seen, signal);
   }
 }
 
