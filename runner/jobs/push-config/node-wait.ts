@@ -27,10 +27,14 @@ export async function waitForMtls(
   address: string,
   t: PushTimings,
   signal: AbortSignal,
+  opts: { rebooting?: boolean } = {},
 ): Promise<VersionResult> {
   const end = Date.now() + t.readyTimeoutMs;
   const seen = { down: false };
   let last: unknown;
+  // A node that just took its first config reboots: probing it before it went down would only
+  // fail a TLS handshake against its maintenance certificate.
+  if (opts.rebooting) await untilPortReturns(address, Math.min(t.pollMs, t.readyTimeoutMs), seen, signal);
   for (;;) {
     signal.throwIfAborted();
     try {
