@@ -38,6 +38,7 @@ export async function untilPortReturns(address: string, maxMs: number, seen: { d
     else if (seen.down) return;
     const rest = end - performance.now();
     if (rest <= 0) return;
-    await sleep(Math.min(LOOK_MS, rest), undefined, { signal });
+    // Rejects with the run's own reason, as every other wait of a run does.
+    await sleep(Math.min(LOOK_MS, rest), undefined, { signal }).catch(() => signal.throwIfAborted());
   }
 }
