@@ -204,7 +204,7 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
       return { evicted: pods.evict, skipped: pods.skipped };
     }
     const waited = await waitOrTimeout(goneCheckMs);
-    goneCheckMs = Math.min(goneCheckMaxMs, Math.ceil(goneCheckMs * 1.4));
+    goneCheckMs = Math.min(goneCheckMaxMs, Math.ceil(goneCheckMs * 1.25));
     if (!waited) {
       const remaining = still.map((p) => ({ ...p, reason: reasons.get(refName(p)) ?? 'still terminating' }));
       const text = remaining.map((p) => `${refName(p)} (${p.reason})`).join(', ');

@@ -20,7 +20,7 @@ export function portAccepts(address: string, timeoutMs: number, signal?: AbortSi
 }
 
 /** Between two looks at the port; a refused connection costs next to nothing, so this can be short. */
-const LOOK_MS = 40;
+const LOOK_MS = 20;
 
 /**
  * Waits before the next full probe of a rebooting node: at most `maxMs`, but returns as soon as

@@ -126,6 +126,9 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
     };
     for (const [index, batch] of batches.entries()) {
       if (signal.aborted) return stopped(index);
+      // The cluster-wide precheck does not depend on these versions: both reads run at once.
+      const healthRead = readHealth(access, all, { timings, signal: hard, now: deps.clock.now(), channels });
+      healthRead.catch(() => {});
       const states = await Promise.all(
         batch.machines.map(async (m): Promise<NodeState> => {
           try {
@@ -151,7 +154,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
       if (todo.length === 0) continue;
 
       const names = todo.map((t) => t.m.name);
-      const health = await readHealth(access, all, { timings, signal: hard, now: deps.clock.now(), channels });
+      const health = await healthRead;
       for (const m of health.assessment.machines) if (m.talosVersion) await ctx.recordVersion(m.id, m.talosVersion);
       const problems = clusterProblems(health);
       if (problems.length) {
