@@ -94,20 +94,30 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
         try {
           await event('upgrade.pull', 'pull', `pulling ${image} into the system containerd`, { image });
           const pulled = await client.imagePull({ image }, stream);
+          // LifecycleService/Upgrade does not drain (unlike machined's legacy sequence): do it here,
+          // as talosctl does. Installing to disk leaves the running pods alone, so the drain runs
+          // while the image installs (machined too drains before it installs); only the reboot
+          // waits for both.
           await event('upgrade.install', 'install', 'installing with LifecycleService/Upgrade', { api });
-          // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
-          let progress = Promise.resolve();
-          await client.lifecycleUpgrade(
-            { image: pulled.name || image },
-            (text) => void (progress = progress.then(() => event('upgrade.install', 'install', text, { api, progress: text }))),
-            stream,
-          );
-          await progress;
-          // LifecycleService/Upgrade does not drain (unlike machined's legacy sequence): do it here, as talosctl does.
-          if (params.drain !== false) {
-            await drainFor(ctx, m, event, fail);
-            drained = true;
+          const draining = params.drain !== false ? drainFor(ctx, m, event, fail).then(() => void (drained = true)) : undefined;
+          // Its failure is taken once the install is done; until then it must not count as unhandled.
+          draining?.catch(() => {});
+          try {
+            // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
+            let progress = Promise.resolve();
+            await client.lifecycleUpgrade(
+              { image: pulled.name || image },
+              (text) => void (progress = progress.then(() => event('upgrade.install', 'install', text, { api, progress: text }))),
+              stream,
+            );
+            await progress;
+          } catch (err) {
+            // Not rebooting after all: the drained node takes pods again.
+            await draining?.catch(() => {});
+            if (drained) await uncordon(ctx, m, event, fail).catch(() => {});
+            throw err;
           }
+          await draining;
           await beforeReboot(client);
           await event('upgrade.reboot', 'reboot', 'rebooting into the new image');
           await rebootTolerant(client, call, event);
