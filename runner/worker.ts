@@ -1,6 +1,7 @@
 import { RunAbort as Abort, type ExecutorRegistry } from '../lib/jobs/executor.ts';
 import type { Run } from '../lib/jobs/types.ts';
 import { errorMessage } from '../lib/errors.ts';
+import { batchEvents } from '../lib/jobs/event-batch.ts';
 import type { Deps } from '../functions/context.ts';
 
 export interface Worker {
@@ -68,6 +69,7 @@ export function createWorker(opts: {
       const now = await deps.jobs.get(run.id).catch(() => undefined);
       return now?.cancelRequested ? ('cancel' as const) : undefined;
     };
+    const events = batchEvents(async (es) => (await deps.jobs.appendEvents(run.id, es)) !== undefined);
     try {
       if (run.cancelRequested) controller.abort(new Abort('cancel'));
       const result = await executor({
@@ -76,14 +78,16 @@ export function createWorker(opts: {
         deps,
         emit: async (e) => {
           // Refused only once the run ended elsewhere (reaped): this worker no longer owns it.
-          if (!(await deps.jobs.appendEvent(run.id, e))) controller.abort(new Abort('lease-lost'));
+          if (!(await events.append(e))) controller.abort(new Abort('lease-lost'));
         },
       });
+      await events.idle();
       const why = await settledReason();
       if (why === 'cancel') await finish({ state: 'canceled', result });
       else if (why === 'shutdown') await finish({ state: 'interrupted', error: 'runner shut down', result });
       else if (why !== 'lease-lost') await finish({ state: 'succeeded', result });
     } catch (err) {
+      await events.idle();
       const why = await settledReason();
       const message = errorMessage(err);
       if (why === 'cancel') await finish({ state: 'canceled' });

@@ -1,4 +1,4 @@
-import { renderMachineConfig, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
+import { buildMachineDocuments, renderMachineConfig, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
 import { PatchError, type ConfigDocument } from '../../lib/talos/patch.ts';
 import { installerPlatform } from '../../lib/talos/installer.ts';
 import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
@@ -37,14 +37,26 @@ export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, s
   };
 }
 
-/** Renders, turning generator and patch errors into a 400 that names the path. */
-export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches', extraDocuments: ConfigDocument[] = []): string {
+function rejecting<T>(field: string, fn: () => T): T {
   try {
-    return renderMachineConfig(machineConfigInput(cluster, machine, secrets, extraDocuments));
+    return fn();
   } catch (err) {
     if (err instanceof TalosConfigError || err instanceof PatchError) {
       throw new DomainError('invalid', 'invalid_config', `${field}: ${err.message}`);
     }
     throw err;
   }
+}
+
+/** Renders, turning generator and patch errors into a 400 that names the path. */
+export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches', extraDocuments: ConfigDocument[] = []): string {
+  return rejecting(field, () => renderMachineConfig(machineConfigInput(cluster, machine, secrets, extraDocuments)));
+}
+
+/**
+ * Fails like renderOrReject when the config would not render, without writing the YAML: a route
+ * that only checks (the run renders again) skips the costliest step, for every machine of a cluster.
+ */
+export function checkRenders(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches'): void {
+  rejecting(field, () => buildMachineDocuments(machineConfigInput(cluster, machine, secrets)));
 }

@@ -10,7 +10,7 @@ import type { AppEnv } from '../context.ts';
 import { loadCluster, loadMachine, type MachineRow } from '../inventory/load.ts';
 import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
-import { renderOrReject } from '../machine-config/render.ts';
+import { checkRenders } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { bootstrapJob, pushClusterJob, pushConfigJob, type BootstrapParams, type PushClusterParams, type PushConfigParams } from './job.ts';
@@ -91,7 +91,7 @@ export function pushConfigRoutes() {
       }
     }
     // A config that does not render fails here, not in the run.
-    renderOrReject(cluster, machine, openClusterSecrets(c.var.deps, cluster));
+    checkRenders(cluster, machine, openClusterSecrets(c.var.deps, cluster));
     const params: PushConfigParams = {
       machine: machine.id,
       insecure,
@@ -142,7 +142,7 @@ export function pushConfigRoutes() {
       bootstrap = first.id;
     }
     const secrets = openClusterSecrets(c.var.deps, cluster);
-    for (const t of targets) renderOrReject(cluster, t.row, secrets);
+    for (const t of targets) checkRenders(cluster, t.row, secrets);
     const params: PushClusterParams = {
       machines: targets.map((t) => ({ id: t.row.id, insecure: insecure && mayBeInMaintenance(t.row), ...(t.certFingerprint ? { certFingerprint: t.certFingerprint } : {}) })),
       concurrency: body.concurrency ?? DEFAULT_PUSH_CONCURRENCY,

@@ -66,6 +66,38 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
     }
   }
 
+  /**
+   * Appends several events of one run in a single statement (one commit instead of one per
+   * event), with the same rule as appendEvent: nothing is inserted once the run has ended.
+   * Answers the stored events in order, or undefined when the run refused them.
+   */
+  async function appendEvents(runId: string, events: RunEventInput[]): Promise<RunEvent[] | undefined> {
+    if (events.length === 0) return [];
+    const at = clock.now();
+    const values = sql.join(
+      events.map((e, i) => sql`(${i + 1}, ${e.level ?? 'info'}, ${e.type}, ${e.message}, ${e.data ? JSON.stringify(e.data) : null})`),
+      sql`, `,
+    );
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const rows = await db.all<{ seq: number; level: RunEvent['level']; type: string; message: string; data: string | null }>(sql`
+          INSERT INTO run_events (run_id, seq, at, level, type, message, data)
+          SELECT ${runId}, (SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ${runId}) + v.column1, ${at}, v.column2, v.column3, v.column4, v.column5
+          FROM (VALUES ${values}) AS v
+          WHERE EXISTS (SELECT 1 FROM runs WHERE ${and(eq(runs.id, runId), inArray(runs.state, ACTIVE))})
+          RETURNING seq, level, type, message, data`);
+        if (rows.length === 0) return undefined;
+        bus.publish(runId);
+        return rows
+          .map((r) => ({ runId, seq: Number(r.seq), at, level: r.level, type: r.type, message: r.message, data: r.data === null ? null : (JSON.parse(r.data) as Record<string, unknown>) }))
+          .sort((a, b) => a.seq - b.seq);
+      } catch (err) {
+        if (attempt < 3 && isUniqueViolation(err)) continue;
+        throw err;
+      }
+    }
+  }
+
   async function get(id: string): Promise<Run | undefined> {
     return (await db.select().from(runs).where(eq(runs.id, id)).get());
   }
@@ -84,6 +116,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
     /** The active cluster-changing run of a cluster, if any. */
     activeForCluster: (clusterId: string) => activeForLock(clusterId),
     appendEvent,
+    appendEvents,
 
     async enqueue(input: EnqueueInput): Promise<Run> {
       const lockKey = input.exclusive ? (input.lockKey ?? input.clusterId ?? null) : null;

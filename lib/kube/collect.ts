@@ -8,7 +8,7 @@ import {
   ApisApi,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
+  type KubeConfig,
   Observable,
   VersionApi,
   type ObservableMiddleware,
@@ -16,6 +16,7 @@ import {
   type ResponseContext,
   type V1Node,
 } from '@kubernetes/client-node';
+import { openKubeConnection } from './connection.ts';
 import { startBudget, type Budget } from './deadline.ts';
 import { KubeApiError, httpError, transportError } from './errors.ts';
 import { parseCpuCores, parseMemoryBytes } from './quantity.ts';
@@ -35,48 +36,10 @@ interface Client {
   callOptions: { middleware: ObservableMiddleware[]; middlewareMergeStrategy: 'append' };
 }
 
-function withoutCredentials(server: string): string {
-  try {
-    const u = new URL(server);
-    u.username = '';
-    u.password = '';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return '<invalid server URL>';
-  }
-}
-
 async function openClient(kubeconfigYaml: string, signal: AbortSignal, shared?: https.Agent): Promise<Client> {
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromString(kubeconfigYaml);
-  } catch {
-    // The parser's message quotes the offending YAML, which may be key material.
-    throw new Error('kubeconfig could not be parsed');
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const server = withoutCredentials(cluster.server);
-
-  const tls: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(tls);
-  // A proxy needs the library's own agent; otherwise one keep-alive agent serves the whole pass
-  // (or the caller's, across passes).
-  const ourAgent = !cluster.proxyUrl;
-  const ownsAgent = ourAgent && !shared;
-  const agent = ourAgent
-    ? shared ?? new https.Agent({
-        keepAlive: true,
-        ca: tls.ca,
-        cert: tls.cert,
-        key: tls.key,
-        rejectUnauthorized: !cluster.skipTLSVerify,
-        ...(cluster.tlsServerName ? { servername: cluster.tlsServerName } : {}),
-      })
-    : (tls.agent as https.Agent);
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(tls.headers ?? {})) if (typeof v === 'string') headers[k] = v;
-
+  const conn = await openKubeConnection(kubeconfigYaml, shared);
+  const { kc, server, agent, headers } = conn;
+  const ourAgent = !conn.proxied;
   // The object-style API takes observable middleware; this one only pins signal and agent.
   const attach: ObservableMiddleware = {
     pre: (ctx: RequestContext) => {
@@ -86,7 +49,7 @@ async function openClient(kubeconfigYaml: string, signal: AbortSignal, shared?: 
     },
     post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
   };
-  return { kc, server, agent, ownsAgent, headers, callOptions: { middleware: [attach], middlewareMergeStrategy: 'append' } };
+  return { kc, server, agent, ownsAgent: conn.ownAgent, headers, callOptions: { middleware: [attach], middlewareMergeStrategy: 'append' } };
 }
 
 function classify(endpoint: string, err: unknown): KubeApiError {

@@ -13,31 +13,17 @@ export interface KubeWriter {
   close(): void;
 }
 
-/** An HTTPS client authenticated as the kubeconfig's current user (client certificate or token). */
-export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number): Promise<KubeWriter> {
-  const { KubeConfig } = await import('@kubernetes/client-node');
-  const kc = new KubeConfig();
-  try {
-    kc.loadFromString(kubeconfigYaml);
-  } catch {
-    // The parser's message quotes the offending YAML, which may be key material.
-    throw new Error('kubeconfig could not be parsed');
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const server = cluster.server.replace(/\/+$/, '');
-  const tls: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(tls);
-  const agent = new https.Agent({
-    keepAlive: true,
-    ca: tls.ca,
-    cert: tls.cert,
-    key: tls.key,
-    rejectUnauthorized: !cluster.skipTLSVerify,
-    ...(cluster.tlsServerName ? { servername: cluster.tlsServerName } : {}),
-  });
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(tls.headers ?? {})) if (typeof v === 'string') headers[k] = v;
+/**
+ * An HTTPS client authenticated as the kubeconfig's current user (client certificate or token).
+ * `agent` shares a caller's keep-alive agent, so a run's drains, uncordons and health reads reuse
+ * their TLS connections; the writer then leaves it open on close.
+ */
+export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number, agent?: https.Agent): Promise<KubeWriter> {
+  const { openKubeConnection } = await import('./connection.ts');
+  const conn = await openKubeConnection(kubeconfigYaml, agent);
+  const server = conn.server;
+  const headers = conn.headers;
+  const shared = conn.agent;
 
   return {
     server: new URL(server).host,
@@ -50,7 +36,7 @@ export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number)
           `${server}${path}`,
           {
             method,
-            agent,
+            agent: shared,
             signal,
             headers: {
               ...headers,
@@ -81,7 +67,9 @@ export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number)
         req.end(payload);
       });
     },
-    close: () => agent.destroy(),
+    close: () => {
+      if (conn.ownAgent) shared.destroy();
+    },
   };
 }
 
@@ -187,8 +175,10 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
     await sleep(Math.min(ms, left), undefined, opts.signal ? { signal: opts.signal } : {});
     return true;
   };
-  // Terminating pods are watched more closely than refused evictions are retried: the reboot waits on them.
-  const goneCheckMs = Math.min(opts.retryMs, 100);
+  // Terminating pods are checked tightly at first, then less and less often: the reboot waits on
+  // them, and a long grace period should not turn into a stream of LISTs.
+  let goneCheckMs = Math.min(opts.retryMs, 20);
+  const goneCheckMaxMs = Math.min(opts.retryMs, 250);
 
   const reasons = new Map<string, string>();
   const evictOne = async (pod: PodRef): Promise<void> => {
@@ -213,7 +203,9 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
       for (const p of pods.evict) await opts.onEvent?.({ type: 'gone', pod: p });
       return { evicted: pods.evict, skipped: pods.skipped };
     }
-    if (!(await waitOrTimeout(goneCheckMs))) {
+    const waited = await waitOrTimeout(goneCheckMs);
+    goneCheckMs = Math.min(goneCheckMaxMs, Math.ceil(goneCheckMs * 1.25));
+    if (!waited) {
       const remaining = still.map((p) => ({ ...p, reason: reasons.get(refName(p)) ?? 'still terminating' }));
       const text = remaining.map((p) => `${refName(p)} (${p.reason})`).join(', ');
       throw new DrainTimeoutError(`drain of ${node} did not finish within ${Math.round(opts.timeoutMs / 1000)}s: ${text}`, remaining);

@@ -189,7 +189,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     await waitForGoingDown(access, address, t, Math.min(GOING_DOWN_WINDOW_MS, t.readyTimeoutMs), signal);
   }
   await emit({ type: 'push.waiting', message: `waiting up to ${Math.round(t.readyTimeoutMs / 1000)} s for ${client.node} to answer over mTLS` });
-  const after = await waitForMtls(access, address, t, signal).catch(async (err: unknown) => {
+  const after = await waitForMtls(access, address, t, signal, { rebooting: channel === 'maintenance' }).catch(async (err: unknown) => {
     if (err instanceof RunError && !signal.aborted) await emit({ level: 'error', type: 'push.error', message: err.message, data: { step: 'wait', ...err.data } });
     throw err;
   });

@@ -3,6 +3,7 @@ import { isTalosApiError, type VersionResult } from '../../../lib/talos/api/inde
 import type { PushTimings } from '../../../functions/context.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
 import { pause } from './timings.ts';
+import { untilPortReturns } from '../node-port.ts';
 
 const describe = (err: unknown) => (isTalosApiError(err) ? err.message : 'no answer yet');
 
@@ -26,9 +27,14 @@ export async function waitForMtls(
   address: string,
   t: PushTimings,
   signal: AbortSignal,
+  opts: { rebooting?: boolean } = {},
 ): Promise<VersionResult> {
   const end = Date.now() + t.readyTimeoutMs;
+  const seen = { down: false };
   let last: unknown;
+  // A node that just took its first config reboots: probing it before it went down would only
+  // fail a TLS handshake against its maintenance certificate.
+  if (opts.rebooting) await untilPortReturns(address, Math.min(t.pollMs, t.readyTimeoutMs), seen, signal);
   for (;;) {
     signal.throwIfAborted();
     try {
@@ -43,7 +49,8 @@ export async function waitForMtls(
         isTalosApiError(last) ? { node: last.node, code: last.code, grpcStatus: last.grpcStatus } : {},
       );
     }
-    await pause(t.pollMs, signal);
+    // A node that went down to reboot is probed again as soon as its port reopens.
+    await untilPortReturns(address, t.pollMs, seen, signal);
   }
 }
 

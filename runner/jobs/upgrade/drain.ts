@@ -7,11 +7,13 @@ import type { TalosApiClient } from '../../../lib/talos/api/index.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
+import type { RunChannels } from './channels.ts';
 import type { GateMachine } from './health.ts';
 
 /** The part of a node's upgrade context these steps use (node.ts's NodeContext satisfies it). */
 interface NodeContext {
   access: ClusterAccess;
+  channels?: RunChannels;
   params: { drainTimeoutMs?: number | undefined };
   timings: UpgradeTimings;
   hard: AbortSignal;
@@ -23,7 +25,7 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 5 * 60_000;
 type Event = (type: string, phase: string, text: string, extra?: Record<string, unknown>, level?: RunEventInput['level']) => Promise<void>;
 
 async function withWriter<T>(ctx: NodeContext, fn: (w: KubeWriter) => Promise<T>): Promise<T> {
-  const w = await openKubeWriter(await ctx.access.kubeconfig(), ctx.timings.kubeDeadlineMs);
+  const w = ctx.channels ? await ctx.channels.kubeWriter(ctx.timings.kubeDeadlineMs) : await openKubeWriter(await ctx.access.kubeconfig(), ctx.timings.kubeDeadlineMs);
   try {
     return await fn(w);
   } finally {

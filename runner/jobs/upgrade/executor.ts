@@ -10,6 +10,7 @@ import { sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts'
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { upgradeTimings } from './timings.ts';
+import { runChannels } from './channels.ts';
 
 
 export interface UpgradeResult {
@@ -76,106 +77,120 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
 
   const hard = hardStop(signal);
   const access = await clusterAccess(deps, { ...cluster, endpoint: dial.kubeEndpoint(cluster, rows) });
-  const recorded = new Map(rows.map((m) => [m.id, m.talosVersion]));
-  const ctx: NodeContext = {
-    access,
-    params,
-    timings,
-    hard,
-    controlPlanes: all.filter((m) => m.role === 'controlplane'),
-    emit,
-    now: () => deps.clock.now(),
-    recordVersion: async (id, version) => {
-      if (recorded.get(id) === version) return;
-      recorded.set(id, version);
-      await deps.db.update(machines).set({ talosVersion: version, updatedAt: deps.clock.now() }).where(eq(machines.id, id));
-    },
-  };
-
-  const cps = all.filter((m) => m.role === 'controlplane');
-  const leader = cps.length > 1 ? await findEtcdLeader(access, cps, timings.callDeadlineMs, hard) : undefined;
-  if (leader) {
-    ctx.leader = leader;
-    await emit({ type: 'upgrade.leader', message: `${leader} leads etcd: it goes last and hands over leadership before its reboot`, data: { leader } });
+  const channels = runChannels(access);
+  const clusterId = cluster.id;
+  try {
+    return await upgradeCluster();
+  } finally {
+    channels.close();
   }
-  const batches = upgradeBatches(all, params.batchSize, leader);
-  await emit({
-    type: 'upgrade.plan',
-    message: `upgrading ${all.length} machines to ${params.talosVersion} in ${batches.length} steps`,
-    data: { talosVersion: params.talosVersion, image: params.image, batches: batches.map((b) => b.machines.map((m) => m.name)) },
-  });
 
-  const result: UpgradeResult = { talosVersion: params.talosVersion, upgraded: [], skipped: [], untouched: [], clusterVersionUpdated: false };
-  // A cancel lets the node in flight finish, then stops before anything else is touched.
-  const stopped = async (index: number): Promise<UpgradeResult> => {
-    hard.throwIfAborted();
-    result.untouched = batches.slice(index).flatMap((b) => b.machines.map((m) => m.name)).filter((n) => !result.skipped.includes(n));
-    await emit({ level: 'warn', type: 'upgrade.stopped', message: `canceled; not touched: ${list(result.untouched) || 'none'}`, data: { untouched: result.untouched } });
-    return result;
-  };
-  for (const [index, batch] of batches.entries()) {
-    if (signal.aborted) return stopped(index);
-    const states = await Promise.all(
-      batch.machines.map(async (m): Promise<NodeState> => {
-        try {
-          const s = await readNodeState(ctx, m);
-          await ctx.recordVersion(m.id, s.tag);
-          return s;
-        } catch (err) {
-          hard.throwIfAborted();
-          throw new RunError(`${m.name}: cannot read its version: ${errorMessage(err)}`);
+  async function upgradeCluster(): Promise<UpgradeResult> {
+    const recorded = new Map(rows.map((m) => [m.id, m.talosVersion]));
+    const ctx: NodeContext = {
+      access,
+      channels,
+      params,
+      timings,
+      hard,
+      controlPlanes: all.filter((m) => m.role === 'controlplane'),
+      emit,
+      now: () => deps.clock.now(),
+      recordVersion: async (id, version) => {
+        if (recorded.get(id) === version) return;
+        recorded.set(id, version);
+        await deps.db.update(machines).set({ talosVersion: version, updatedAt: deps.clock.now() }).where(eq(machines.id, id));
+      },
+    };
+
+    const cps = all.filter((m) => m.role === 'controlplane');
+    const leader = cps.length > 1 ? await findEtcdLeader(access, cps, timings.callDeadlineMs, hard) : undefined;
+    if (leader) {
+      ctx.leader = leader;
+      await emit({ type: 'upgrade.leader', message: `${leader} leads etcd: it goes last and hands over leadership before its reboot`, data: { leader } });
+    }
+    const batches = upgradeBatches(all, params.batchSize, leader);
+    await emit({
+      type: 'upgrade.plan',
+      message: `upgrading ${all.length} machines to ${params.talosVersion} in ${batches.length} steps`,
+      data: { talosVersion: params.talosVersion, image: params.image, batches: batches.map((b) => b.machines.map((m) => m.name)) },
+    });
+
+    const result: UpgradeResult = { talosVersion: params.talosVersion, upgraded: [], skipped: [], untouched: [], clusterVersionUpdated: false };
+    // A cancel lets the node in flight finish, then stops before anything else is touched.
+    const stopped = async (index: number): Promise<UpgradeResult> => {
+      hard.throwIfAborted();
+      result.untouched = batches.slice(index).flatMap((b) => b.machines.map((m) => m.name)).filter((n) => !result.skipped.includes(n));
+      await emit({ level: 'warn', type: 'upgrade.stopped', message: `canceled; not touched: ${list(result.untouched) || 'none'}`, data: { untouched: result.untouched } });
+      return result;
+    };
+    for (const [index, batch] of batches.entries()) {
+      if (signal.aborted) return stopped(index);
+      // The cluster-wide precheck does not depend on these versions: both reads run at once.
+      const healthRead = readHealth(access, all, { timings, signal: hard, now: deps.clock.now(), channels });
+      healthRead.catch(() => {});
+      const states = await Promise.all(
+        batch.machines.map(async (m): Promise<NodeState> => {
+          try {
+            const s = await readNodeState(ctx, m);
+            await ctx.recordVersion(m.id, s.tag);
+            return s;
+          } catch (err) {
+            hard.throwIfAborted();
+            throw new RunError(`${m.name}: cannot read its version: ${errorMessage(err)}`);
+          }
+        }),
+      );
+      const todo: { m: GateMachine; state: NodeState }[] = [];
+      for (const [i, m] of batch.machines.entries()) {
+        const state = states[i]!;
+        if (sameVersion(state.tag, params.talosVersion)) {
+          result.skipped.push(m.name);
+          await emit({ type: 'upgrade.node.skip', message: `${m.name}: already on ${state.tag}`, data: { node: m.name, machine: m.id, role: m.role, phase: 'skip', elapsedMs: 0 } });
+        } else {
+          todo.push({ m, state });
         }
-      }),
-    );
-    const todo: { m: GateMachine; state: NodeState }[] = [];
-    for (const [i, m] of batch.machines.entries()) {
-      const state = states[i]!;
-      if (sameVersion(state.tag, params.talosVersion)) {
-        result.skipped.push(m.name);
-        await emit({ type: 'upgrade.node.skip', message: `${m.name}: already on ${state.tag}`, data: { node: m.name, machine: m.id, role: m.role, phase: 'skip', elapsedMs: 0 } });
+      }
+      if (todo.length === 0) continue;
+
+      const names = todo.map((t) => t.m.name);
+      const health = await healthRead;
+      for (const m of health.assessment.machines) if (m.talosVersion) await ctx.recordVersion(m.id, m.talosVersion);
+      const problems = clusterProblems(health);
+      if (problems.length) {
+        const what = `cluster not healthy before ${list(names)}: ${problems.join('; ')}`;
+        if (!params.force) throw new RunError(`refusing to upgrade: ${what}`, { nodes: names, problems });
+        await emit({ level: 'warn', type: 'upgrade.precheck', message: `force: upgrading anyway; ${what}`, data: { nodes: names, problems } });
       } else {
-        todo.push({ m, state });
+        await emit({ type: 'upgrade.precheck', message: `cluster healthy; upgrading ${list(names)}`, data: { nodes: names, etcd: health.assessment.etcd } });
+      }
+
+      if (signal.aborted) return stopped(index);
+      const settled = await Promise.allSettled(todo.map((t) => upgradeNode(ctx, t.m, t.state)));
+      const failures: unknown[] = [];
+      for (const s of settled) {
+        if (s.status === 'fulfilled') result.upgraded.push(s.value);
+        else failures.push(s.reason);
+      }
+      if (failures.length) {
+        hard.throwIfAborted();
+        const text = failures.map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
+        throw new RunError(text);
       }
     }
-    if (todo.length === 0) continue;
 
-    const names = todo.map((t) => t.m.name);
-    const health = await readHealth(access, all, { timings, signal: hard, now: deps.clock.now() });
-    for (const m of health.assessment.machines) if (m.talosVersion) await ctx.recordVersion(m.id, m.talosVersion);
-    const problems = clusterProblems(health);
-    if (problems.length) {
-      const what = `cluster not healthy before ${list(names)}: ${problems.join('; ')}`;
-      if (!params.force) throw new RunError(`refusing to upgrade: ${what}`, { nodes: names, problems });
-      await emit({ level: 'warn', type: 'upgrade.precheck', message: `force: upgrading anyway; ${what}`, data: { nodes: names, problems } });
-    } else {
-      await emit({ type: 'upgrade.precheck', message: `cluster healthy; upgrading ${list(names)}`, data: { nodes: names, etcd: health.assessment.etcd } });
+    // Only when every node reports the new version does the cluster record it.
+    const now = await deps.db.select({ v: machines.talosVersion }).from(machines).where(eq(machines.clusterId, clusterId));
+    if (now.length > 0 && now.every((r) => r.v !== null && sameVersion(r.v, params.talosVersion))) {
+      await deps.db.update(clusters).set({ talosVersion: params.talosVersion, updatedAt: deps.clock.now() }).where(eq(clusters.id, clusterId));
+      result.clusterVersionUpdated = true;
     }
-
-    if (signal.aborted) return stopped(index);
-    const settled = await Promise.allSettled(todo.map((t) => upgradeNode(ctx, t.m, t.state)));
-    const failures: unknown[] = [];
-    for (const s of settled) {
-      if (s.status === 'fulfilled') result.upgraded.push(s.value);
-      else failures.push(s.reason);
-    }
-    if (failures.length) {
-      hard.throwIfAborted();
-      const text = failures.map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
-      throw new RunError(text);
-    }
+    if (signal.aborted) return stopped(batches.length);
+    await emit({
+      type: 'upgrade.done',
+      message: `${result.upgraded.length} upgraded, ${result.skipped.length} already on ${params.talosVersion}`,
+      data: { upgraded: result.upgraded.map((u) => u.name), skipped: result.skipped },
+    });
+    return result;
   }
-
-  // Only when every node reports the new version does the cluster record it.
-  const now = await deps.db.select({ v: machines.talosVersion }).from(machines).where(eq(machines.clusterId, cluster.id));
-  if (now.length > 0 && now.every((r) => r.v !== null && sameVersion(r.v, params.talosVersion))) {
-    await deps.db.update(clusters).set({ talosVersion: params.talosVersion, updatedAt: deps.clock.now() }).where(eq(clusters.id, cluster.id));
-    result.clusterVersionUpdated = true;
-  }
-  if (signal.aborted) return stopped(batches.length);
-  await emit({
-    type: 'upgrade.done',
-    message: `${result.upgraded.length} upgraded, ${result.skipped.length} already on ${params.talosVersion}`,
-    data: { upgraded: result.upgraded.map((u) => u.name), skipped: result.skipped },
-  });
-  return result;
 };

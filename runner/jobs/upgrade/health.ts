@@ -5,6 +5,7 @@ import { isTalosApiError } from '../../../lib/talos/api/index.ts';
 import { assessCluster } from '../collect/assess.ts';
 import type { ClusterAssessment, Failed, MachineInput, TalosReport } from '../../../functions/collect/types.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
+import type { RunChannels } from './channels.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 
@@ -33,10 +34,11 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   return out;
 }
 
-export async function readTalosReport(access: ClusterAccess, m: GateMachine, t: UpgradeTimings, signal: AbortSignal): Promise<TalosReport | Failed> {
+export async function readTalosReport(access: ClusterAccess, m: GateMachine, t: UpgradeTimings, signal: AbortSignal, channels?: RunChannels): Promise<TalosReport | Failed> {
   let client;
+  let failedRead = false;
   try {
-    client = await access.talosClient(m.address);
+    client = channels ? await channels.talos(m.address) : await access.talosClient(m.address);
     const opts = { deadlineMs: t.callDeadlineMs, signal };
     const [version, services] = await Promise.all([client.version(opts), client.serviceList(opts)]);
     const report: TalosReport = {
@@ -55,20 +57,25 @@ export async function readTalosReport(access: ClusterAccess, m: GateMachine, t: 
           status: { memberId: status.memberId, leader: status.leader, errors: status.errors, isLearner: status.isLearner },
         };
       } catch (err) {
+        failedRead = true;
         report.etcd = failed(err);
       }
     }
     return report;
   } catch (err) {
+    failedRead = true;
     return failed(err);
   } finally {
-    client?.close();
+    // A kept channel that failed once is dialled afresh next time rather than left in backoff.
+    if (!channels) client?.close();
+    else if (failedRead) channels.forget(m.address);
   }
 }
 
-export async function readKube(access: ClusterAccess, t: UpgradeTimings, signal: AbortSignal): Promise<KubeSnapshot | Failed> {
+export async function readKube(access: ClusterAccess, t: UpgradeTimings, signal: AbortSignal, channels?: RunChannels): Promise<KubeSnapshot | Failed> {
   try {
-    return await collectKubernetes(await access.kubeconfig(), { deadlineMs: t.kubeDeadlineMs, signal });
+    const agent = await channels?.kubeAgent();
+    return await collectKubernetes(await access.kubeconfig(), { deadlineMs: t.kubeDeadlineMs, signal, ...(agent ? { agent } : {}) });
   } catch (err) {
     return failed(err);
   }
@@ -83,13 +90,13 @@ export interface HealthRead {
 export async function readHealth(
   access: ClusterAccess,
   machines: GateMachine[],
-  opts: { timings: UpgradeTimings; signal: AbortSignal; now: number; expectTalos?: string },
+  opts: { timings: UpgradeTimings; signal: AbortSignal; now: number; expectTalos?: string; channels?: RunChannels },
 ): Promise<HealthRead> {
   // Before any call starts its deadline: loading the client stalls the event loop.
   await loadKubernetesClient();
   const [talos, kube] = await Promise.all([
-    mapLimit(machines, opts.timings.readConcurrency, (m) => readTalosReport(access, m, opts.timings, opts.signal)),
-    readKube(access, opts.timings, opts.signal),
+    mapLimit(machines, opts.timings.readConcurrency, (m) => readTalosReport(access, m, opts.timings, opts.signal, opts.channels)),
+    readKube(access, opts.timings, opts.signal, opts.channels),
   ]);
   const inputs: MachineInput[] = machines.map((m, i) => ({ id: m.id, name: m.name, role: m.role, talos: talos[i]! }));
   const assessment = assessCluster({

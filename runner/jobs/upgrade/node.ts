@@ -5,15 +5,19 @@ import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import { isTalosApiError, isUnimplemented, type TalosApiClient } from '../../../lib/talos/api/index.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
+import type { RunChannels } from './channels.ts';
 import { nodeGateProblems, readHealth, type GateMachine } from './health.ts';
 import { apiFor, sameVersion, upgradeImageOf, type UpgradeApi } from '../../../functions/upgrade/plan.ts';
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { drainFor, forfeitLeadership, uncordon } from './drain.ts';
+import { untilPortReturns } from '../node-port.ts';
 
 export interface NodeContext {
   access: ClusterAccess;
+  /** The run's kept connections for health reads and Kubernetes writes. */
+  channels?: RunChannels;
   params: UpgradeParams;
   timings: UpgradeTimings;
   /** Aborted when the run must stop at once (shutdown, lease lost); a cancel lets the node finish. */
@@ -76,6 +80,8 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
   const fail = (text: string): RunError => new RunError(`${m.name}: ${text}`, { node: m.name, machine: m.id });
 
   await event('upgrade.node.start', 'start', `upgrading ${before.tag} → ${target}`, { from: before.tag, to: target });
+  // Its kept channel would break with the reboot; the gate dials afresh.
+  ctx.channels?.forget(m.address);
 
   let api = apiFor(before.tag);
   let drained = false;
@@ -88,20 +94,30 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
         try {
           await event('upgrade.pull', 'pull', `pulling ${image} into the system containerd`, { image });
           const pulled = await client.imagePull({ image }, stream);
+          // LifecycleService/Upgrade does not drain (unlike machined's legacy sequence): do it here,
+          // as talosctl does. Installing to disk leaves the running pods alone, so the drain runs
+          // while the image installs (machined too drains before it installs); only the reboot
+          // waits for both.
           await event('upgrade.install', 'install', 'installing with LifecycleService/Upgrade', { api });
-          // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
-          let progress = Promise.resolve();
-          await client.lifecycleUpgrade(
-            { image: pulled.name || image },
-            (text) => void (progress = progress.then(() => event('upgrade.install', 'install', text, { api, progress: text }))),
-            stream,
-          );
-          await progress;
-          // LifecycleService/Upgrade does not drain (unlike machined's legacy sequence): do it here, as talosctl does.
-          if (params.drain !== false) {
-            await drainFor(ctx, m, event, fail);
-            drained = true;
+          const draining = params.drain !== false ? drainFor(ctx, m, event, fail).then(() => void (drained = true)) : undefined;
+          // Its failure is taken once the install is done; until then it must not count as unhandled.
+          draining?.catch(() => {});
+          try {
+            // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
+            let progress = Promise.resolve();
+            await client.lifecycleUpgrade(
+              { image: pulled.name || image },
+              (text) => void (progress = progress.then(() => event('upgrade.install', 'install', text, { api, progress: text }))),
+              stream,
+            );
+            await progress;
+          } catch (err) {
+            // Not rebooting after all: the drained node takes pods again.
+            await draining?.catch(() => {});
+            if (drained) await uncordon(ctx, m, event, fail).catch(() => {});
+            throw err;
           }
+          await draining;
           await beforeReboot(client);
           await event('upgrade.reboot', 'reboot', 'rebooting into the new image');
           await rebootTolerant(client, call, event);
@@ -171,6 +187,7 @@ async function rebootTolerant(
 async function waitForReboot(ctx: NodeContext, m: GateMachine, before: NodeState, fail: (t: string) => RunError): Promise<NodeState> {
   const { timings, hard, params } = ctx;
   const deadline = performance.now() + timings.rebootTimeoutMs;
+  const seen = { down: false };
   let last: string;
   for (;;) {
     hard.throwIfAborted();
@@ -188,7 +205,8 @@ async function waitForReboot(ctx: NodeContext, m: GateMachine, before: NodeState
       last = message(err);
     }
     if (performance.now() >= deadline) throw fail(`did not come back on ${params.talosVersion} within ${Math.round(timings.rebootTimeoutMs / 1000)}s (${last})`);
-    await sleep(timings.pollMs, undefined, { signal: hard });
+    // Once the node has been seen down, it is probed again as soon as its port reopens.
+    await untilPortReturns(m.address, Math.min(timings.pollMs, deadline - performance.now()), seen, hard);
   }
 }
 
@@ -197,7 +215,7 @@ async function passGate(ctx: NodeContext, m: GateMachine, fail: (t: string) => R
   const deadline = performance.now() + timings.gateTimeoutMs;
   const targets = m.role === 'controlplane' ? ctx.controlPlanes : [m];
   for (;;) {
-    const read = await readHealth(ctx.access, targets, { timings, signal: hard, now: ctx.now(), expectTalos: params.talosVersion });
+    const read = await readHealth(ctx.access, targets, { timings, signal: hard, now: ctx.now(), expectTalos: params.talosVersion, ...(ctx.channels ? { channels: ctx.channels } : {}) });
     hard.throwIfAborted();
     const problems = nodeGateProblems(read, m);
     if (problems.length === 0) return;
