@@ -10,7 +10,7 @@ import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.t
 import { talosAddressOf } from '../../../functions/machine-config/access.ts';
 import { collectAccessCache, type CollectAccess } from './access-cache.ts';
 import { assessCluster, isFailed } from './assess.ts';
-import { createLimiter } from './limit.ts';
+import { createLimiter, type Limiter } from './limit.ts';
 import { applyRetention, type RetentionResult } from './retention.ts';
 import { previousCpuOf, storePassOutcomes, type ClusterOutcome, type MachineOutcome, type SkippedMachine } from './store.ts';
 import { callError, readNode, type NodeRead } from './talos-read.ts';
@@ -58,13 +58,31 @@ interface Target {
   read: NodeRead;
 }
 
-// The channel stays open for the next pass unless the read failed: a node that did not answer
-// (or refused us) is dialled afresh next time rather than left reconnecting in the background.
-async function readTarget(access: CollectAccess, m: MachineRow, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
+/** Concurrency limits of a pass: dialing waits on the network, reading costs CPU. */
+interface PassLimits {
+  read: Limiter;
+  dial: Limiter;
+}
+
+/**
+ * How many nodes a pass may be dialing at once, per node it may be reading. A dial mostly waits
+ * (TCP, handshake, or a node that never answers), so dialing every node of a pass up front costs
+ * little; holding a read slot for the whole deadline of a dead node would instead push every node
+ * queued behind it, and the pass ends one deadline after the last dead node was started.
+ */
+const DIALS_PER_READ = 1;
+
+// Dials first (its own limit), then reads with a read slot: a node that never connects costs its
+// deadline in parallel with everything else, not a read slot. The channel stays open for the next
+// pass unless the read failed: a node that did not answer (or refused us) is dialled afresh next
+// time rather than left reconnecting in the background.
+async function readTarget(access: CollectAccess, m: MachineRow, limits: PassLimits, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
   const address = talosAddressOf(m)!;
   let read: NodeRead;
   try {
-    read = await readNode(await access.talosClient(address), m.role, opts);
+    const client = await access.talosClient(address);
+    await limits.dial(() => client.connect(opts));
+    read = await limits.read(() => readNode(client, m.role, opts));
   } catch (err) {
     read = { talos: { error: callError(err) }, hostname: null, partialError: null };
   }
@@ -76,7 +94,7 @@ async function collectCluster(
   deps: Deps,
   cluster: ClusterRow,
   rows: MachineRow[],
-  limit: ReturnType<typeof createLimiter>,
+  limits: PassLimits,
   at: number,
   signal: AbortSignal | undefined,
   previous: Map<string, TalosCpuStat>,
@@ -104,14 +122,14 @@ async function collectCluster(
     return finish(cluster, base, targets.map((machine) => ({ machine, read: { talos: { error }, hostname: null, partialError: null } })), { error }, previous);
   }
   const opts = { deadlineMs, ...(signal ? { signal } : {}) };
-  const kube = limit(async (): Promise<KubeSnapshot | Failed> => {
+  const kube = limits.read(async (): Promise<KubeSnapshot | Failed> => {
     try {
       return await collectKubernetes(await access.kubeconfig(), { deadlineMs, agent: await access.kubeAgent(), ...(signal ? { signal } : {}) });
     } catch (err) {
       return kubeFailure(err);
     }
   });
-  const reads = targets.map((machine) => limit(async (): Promise<Target> => ({ machine, read: await readTarget(access, machine, opts) })));
+  const reads = targets.map(async (machine): Promise<Target> => ({ machine, read: await readTarget(access, machine, limits, opts) }));
   return finish(cluster, base, await Promise.all(reads), await kube, previous);
 }
 
@@ -167,7 +185,10 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   const byCluster = new Map<string, MachineRow[]>();
   for (const m of rows) byCluster.set(m.clusterId, [...(byCluster.get(m.clusterId) ?? []), m]);
 
-  const limit = createLimiter(deps.settings.collectConcurrency);
+  const limits: PassLimits = {
+    read: createLimiter(deps.settings.collectConcurrency),
+    dial: createLimiter(deps.settings.collectConcurrency * DIALS_PER_READ),
+  };
   const states: Record<HealthState, number> = { healthy: 0, degraded: 0, unreachable: 0, unknown: 0 };
   let reached = 0;
   let machineCount = 0;
@@ -175,7 +196,7 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   if (list.length) await loadKubernetesClient();
   // Every node's CPU counters of the pass before, in one query: the utilisation is their delta.
   const previous = await previousCpuOf(deps, rows.filter((m) => !skipReason(m)).map((m) => m.id));
-  const outcomes = await Promise.all(list.map((cluster) => collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limit, at, opts.signal, previous)));
+  const outcomes = await Promise.all(list.map((cluster) => collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limits, at, opts.signal, previous)));
   const failed = await storePassOutcomes(deps, outcomes);
   for (const [i, outcome] of outcomes.entries()) {
     const cluster = list[i]!;
