@@ -44,6 +44,8 @@ export interface CollectAccess {
   kubeconfig(): Promise<string>;
   /** Keep-alive agent for the Kubernetes API, kept with the credentials (see CollectOptions.agent). */
   kubeAgent(): Promise<Agent>;
+  /** Settles once every credential of the cluster is minted (or failed to be). */
+  ready(): Promise<void>;
 }
 
 /** Identity of an mTLS client: the CA it trusts and the certificate it presents. */
@@ -74,6 +76,9 @@ export class CollectAccessCache {
       },
       kubeconfig: () => entry.kubeconfig,
       kubeAgent: () => entry.kubeAgent,
+      ready: async () => {
+        await Promise.allSettled([entry.talos, entry.kubeconfig, entry.kubeAgent]);
+      },
     };
   }
 

@@ -196,6 +196,16 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   let machineCount = 0;
   // Before any call starts its deadline: loading the client stalls the event loop.
   if (list.length) await loadKubernetesClient();
+  // Every cluster's credentials before any node is dialled: minting is CPU-bound (tens of
+  // milliseconds a cluster on a cold runner), and a dial started meanwhile spends its deadline
+  // waiting for the event loop. A cluster that cannot get any is reported by collectCluster.
+  await Promise.all(list.map(async (cluster) => {
+    try {
+      await collectAccessCache(deps).access(deps, cluster).ready();
+    } catch {
+      // no secrets: collectCluster records it
+    }
+  }));
   // Every node's CPU counters of the pass before, in one query: the utilisation is their delta.
   const previous = await previousCpuOf(deps, rows.filter((m) => !skipReason(m)).map((m) => m.id));
   const outcomes = await Promise.all(list.map((cluster) => collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limits, at, opts.signal, previous)));
