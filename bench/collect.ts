@@ -6,7 +6,10 @@
  * Floor, measured in the same run: one node's full read (connect + every call) plus one deadline,
  * the least a pass with a dead node can take. Three passes: the first on cold channels, the
  * later ones on the channels the runner keeps between passes.
+ * The Kubernetes client is loaded before pass 1 (its load time is printed apart): a runner loads
+ * it once per process, and through tsx it would otherwise dominate pass 1.
  * Usage: tsx bench/collect.ts [nodes=500] [clusters=50] [concurrency=64]
+ * COLLECT_PROFILE=<dir> writes a V8 CPU profile of each pass (pass1.cpuprofile...), the pass only.
  */
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { readNode } from '../runner/jobs/collect/talos-read.ts';
