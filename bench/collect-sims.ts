@@ -12,6 +12,7 @@ export type SimRequest =
   | { op: 'talos'; latencyMs: number; workerIssuer: { certPem: string; keyPem: string }; nodes: { config: string; etcdMembers?: SimEtcdMember[] }[] }
   | { op: 'maintenance'; count: number; latencyMs: number; rebootMs: number }
   | { op: 'blackhole'; indices: number[] }
+  | { op: 'cpu' }
   | { op: 'stop' };
 
 const kubes: KubeSim[] = [];
@@ -42,6 +43,10 @@ async function handle(req: SimRequest): Promise<unknown> {
     case 'blackhole':
       for (const i of req.indices) sims[i]!.blackhole(true);
       return req.indices.length;
+    case 'cpu': {
+      const c = process.cpuUsage();
+      return (c.user + c.system) / 1000;
+    }
     case 'stop':
       await Promise.all(sims.map((s) => s.stop()));
       await Promise.all(kubes.map((k) => k.stop()));

@@ -6,13 +6,19 @@
  * Floor, measured in the same run: one node's full read (connect + every call) plus one deadline,
  * the least a pass with a dead node can take. Three passes: the first on cold channels, the
  * later ones on the channels the runner keeps between passes.
+ * The Kubernetes client is loaded before pass 1 (its load time is printed apart): a runner loads
+ * it once per process, and through tsx it would otherwise dominate pass 1.
  * Usage: tsx bench/collect.ts [nodes=500] [clusters=50] [concurrency=64]
+ * COLLECT_PROFILE=<dir> writes a V8 CPU profile of each pass (pass1.cpuprofile...), the pass only.
  */
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { readNode } from '../runner/jobs/collect/talos-read.ts';
 import { clusterAccess } from '../runner/jobs/cluster-access.ts';
 import { createHarness, type Harness } from '../test/support/harness.ts';
 import { startSimFleet } from './sim-fleet.ts';
+import { loadKubernetesClient } from '../lib/kube/index.ts';
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
 
 const NODES = Number(process.argv[2] ?? 500);
 const CLUSTERS = Number(process.argv[3] ?? 50);
@@ -75,6 +81,12 @@ for (let i = 0; i < 3; i++) {
 }
 const floorMs = nodeMs + DEADLINE_MS;
 
+// Once per runner process, not per pass: loading the Kubernetes client (here through tsx, from
+// source) would otherwise land in pass 1 alone and hide what cold channels cost.
+const tLoad = performance.now();
+await loadKubernetesClient();
+console.log(`kubernetes client load (once per process, before pass 1): ${(performance.now() - tLoad).toFixed(0)} ms`);
+
 const dead = machines.map((_, i) => i).filter((i) => i % DEAD_EVERY === 7);
 await sims({ op: 'blackhole', indices: dead });
 
@@ -87,20 +99,38 @@ const sampler = setInterval(() => {
 // channels and credentials of the pass before, as a pass every minute does.
 const PASSES = 3;
 for (let pass = 1; pass <= PASSES; pass++) {
+  // COLLECT_PROFILE=dir writes one .cpuprofile per pass (the pass alone, not the setup).
+  const profDir = process.env['COLLECT_PROFILE'];
+  const session = profDir ? new Session() : undefined;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  // The sims share the machine's cores: their CPU is printed so a slow pass on a busy box shows as such.
+  const simCpu0 = await sims<number>({ op: 'cpu' });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const summary = await runCollectPass(h.deps);
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
+  if (session) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(`${profDir}/pass${pass}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+  }
   const cpuMs = (cpu.user + cpu.system) / 1000;
+  const simCpuMs = (await sims<number>({ op: 'cpu' })) - simCpu0;
   if (pass === 1) {
     console.log(`pass: ${summary.machines} nodes in ${summary.clusters} clusters, ${dead.length} black-holed, latency ${LATENCY_MS} ms, deadline ${DEADLINE_MS} ms, concurrency ${CONCURRENCY}`);
     console.log(`states: ${JSON.stringify(summary.states)}, answered ${summary.reached}`);
+    const errors = await h.deps.database.client.execute('SELECT last_error, count(*) AS n FROM machine_health WHERE last_error IS NOT NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 3');
+    for (const r of errors.rows) console.log(`  ${String(r['n'])} × ${String(r['last_error']).replace(/on \S+:\d+/, 'on <node>')}`);
   }
   const label = pass === 1 ? 'pass 1 (cold channels)' : `pass ${pass} (warm channels)`;
   console.log(
     `${label}: wall ${wallMs.toFixed(0)} ms; floor ${floorMs.toFixed(0)} ms (one node ${nodeMs.toFixed(1)} ms + one deadline); ratio ${(wallMs / floorMs).toFixed(2)}; ` +
-      `collector cpu ${(cpuMs / 1000).toFixed(2)} s (user ${(cpu.user / 1e6).toFixed(2)}, system ${(cpu.system / 1e6).toFixed(2)}), ${(cpuMs / summary.machines).toFixed(2)} ms per node`,
+      `collector cpu ${(cpuMs / 1000).toFixed(2)} s (user ${(cpu.user / 1e6).toFixed(2)}, system ${(cpu.system / 1e6).toFixed(2)}), ${(cpuMs / summary.machines).toFixed(2)} ms per node; sims cpu ${(simCpuMs / 1000).toFixed(2)} s; collector + sims busy ${((cpuMs + simCpuMs) / wallMs).toFixed(2)} cores of the wall time`,
   );
 }
 clearInterval(sampler);

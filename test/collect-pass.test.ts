@@ -66,15 +66,16 @@ describe('collect pass against Talos and Kubernetes sims', () => {
     expect(samples.body.points).toEqual([{ metric: 'kube.cpu_cores', ts: body.checkedAt, value: 0.25 }]);
   });
 
+  // The harness's deadline (the runner's default, 2 s) on purpose: a shorter one made the healthy
+  // node miss it too when the machine was busy.
   it('marks a black-holed node unreachable after one pass, with the error, and keeps the rest', async () => {
-    h.deps.settings.collectDeadlineMs = 400;
     fleet = await startSimCluster(h, { tenant: 'home', machines: [{ name: 'cp1', role: 'controlplane' }, { name: 'w1', role: 'worker' }] });
     await runCollectPass(h.deps);
     const first = await health(fleet.clusterId);
     expect(first.state).toBe('healthy');
 
+    // Its channel is open from the first pass: the calls themselves go unanswered.
     fleet.machines['w1']!.sim!.blackhole(true);
-    await new Promise((r) => setTimeout(r, 5));
     const summary = await runCollectPass(h.deps);
     expect(summary.states).toMatchObject({ healthy: 1, unreachable: 1 });
     const body = await health(fleet.clusterId);
@@ -90,6 +91,24 @@ describe('collect pass against Talos and Kubernetes sims', () => {
     expect(machineOf(body, 'cp1').state).toBe('healthy');
     const up = await h.call('GET', `/v1/clusters/${fleet.clusterId}/machines/${fleet.machines['w1']!.id}/samples?metric=talos.up`);
     expect(up.body.points.map((p: { value: number }) => p.value)).toEqual([1, 0]);
+  });
+
+  it('reports a node that never completes the handshake at the dial, without spending a read slot on it', async () => {
+    // One read slot: the dead node's dial must not hold it, or cp1 would wait behind it.
+    h.deps.settings.collectConcurrency = 1;
+    fleet = await startSimCluster(h, { tenant: 'home', machines: [{ name: 'w1', role: 'worker' }, { name: 'cp1', role: 'controlplane' }] });
+    const dead = fleet.machines['w1']!.sim!;
+    dead.blackhole(true);
+    const summary = await runCollectPass(h.deps);
+    expect(summary.states).toMatchObject({ healthy: 1, unreachable: 1 });
+    const body = await health(fleet.clusterId);
+    const w1 = machineOf(body, 'w1');
+    expect(w1.state).toBe('unreachable');
+    expect(w1.lastError).toMatch(/connect .*deadline/);
+    expect(w1.reasons[0]).toMatch(/^Talos API unreachable: /);
+    // No connection came up, so no call ever reached it.
+    expect(dead.calls).toEqual([]);
+    expect(machineOf(body, 'cp1').state).toBe('healthy');
   });
 
   it('reports a missing etcd member as degraded with the reason', async () => {

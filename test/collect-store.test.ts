@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { clusterHealth, machineHealth } from '../db/schema/index.ts';
+import { clusterHealth, healthSamples, machineHealth } from '../db/schema/index.ts';
 import { storePassOutcomes, type ClusterOutcome } from '../runner/jobs/collect/store.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
@@ -57,5 +57,22 @@ describe('storing a pass', () => {
     expect(rowB?.checkedAt).toBe(at);
     const healthB = await h.deps.db.select().from(machineHealth).where(eq(machineHealth.machineId, b.machineId)).get();
     expect(healthB?.checkedAt).toBe(at);
+  });
+  it('stores the samples, replaces a sample of the same time, and leaves out values that are no number', async () => {
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'home' } });
+    const a = await clusterWithMachine(t.body.id, 'a');
+    const at = Date.parse('2026-12-01T10:00:00Z');
+    const withSamples = (samples: { metric: string; value: number }[]): ClusterOutcome => {
+      const o = outcome(a.clusterId, a.machineId, at);
+      o.machines[0]!.assessment.samples = samples;
+      return o;
+    };
+    expect((await storePassOutcomes(h.deps, [withSamples([{ metric: 'talos.up', value: 1 }, { metric: 'cpu.load1', value: 0.25 }, { metric: 'bad', value: Number.NaN }])])).size).toBe(0);
+    expect((await storePassOutcomes(h.deps, [withSamples([{ metric: 'talos.up', value: 0 }])])).size).toBe(0);
+    const rows = await h.deps.db.select().from(healthSamples).where(eq(healthSamples.machineId, a.machineId)).orderBy(healthSamples.metric);
+    expect(rows).toEqual([
+      { machineId: a.machineId, metric: 'cpu.load1', ts: at, value: 0.25 },
+      { machineId: a.machineId, metric: 'talos.up', ts: at, value: 0 },
+    ]);
   });
 });

@@ -80,4 +80,19 @@ describe('Talos proto wire format', () => {
     expect(decoded.messages[0]?.member_status['member_id']).toBe('7');
     expect(decoded.messages[0]?.member_status['storage_version']).toBe('3');
   });
+  it('Memory (a collect read) decodes counters as numbers and leaves unset fields out; etcd ids stay strings', () => {
+    // MemoryResponse{messages=1: Memory{meminfo=2: MemInfo{memtotal=1: 300, memavailable=3: 0}}}
+    const meminfo = [tag(1, 0), 0xac, 0x02, tag(3, 0), 0];
+    const memory = [tag(2, 2), meminfo.length, ...meminfo];
+    const bytes = Buffer.from([tag(1, 2), memory.length, ...memory]);
+    const decoded = method('machine', 'Memory').responseDeserialize(bytes) as { messages: { metadata?: unknown; meminfo: Record<string, unknown> }[] };
+    expect(decoded.messages[0]?.meminfo['memtotal']).toBe(300);
+    expect(decoded.messages[0]?.meminfo['memavailable']).toBe(0);
+    expect(decoded.messages[0]?.meminfo).not.toHaveProperty('memfree');
+    expect(decoded.messages[0]?.metadata).toBeUndefined();
+    // EtcdMemberList keeps the full decoding: defaults filled in, 64-bit ids as strings.
+    const empty = method('machine', 'EtcdMemberList').responseDeserialize(Buffer.from([tag(1, 2), 0])) as { messages: { members: unknown[]; metadata: unknown }[] };
+    expect(empty.messages[0]?.members).toEqual([]);
+    expect(empty.messages[0]?.metadata).toBeNull();
+  });
 });

@@ -261,6 +261,44 @@ export class TalosApiClient {
     return { actorId: str(m['actor_id']) };
   }
 
+  /**
+   * Dials the node (if the channel is idle) and resolves once the channel is ready, or once the
+   * attempt failed outright: the next call then fails at once with the reason (refused, TLS...).
+   * Rejects with a `deadline` error when no connection is up within the deadline, e.g. a node that
+   * accepts TCP but never completes the handshake. Lets a caller wait for many nodes' connections
+   * at once and spend its call concurrency only on nodes that answer.
+   */
+  connect(opts?: CallOptions): Promise<void> {
+    const label = 'connect';
+    const channel = this.machine.getChannel();
+    const budgetMs = opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS;
+    const deadline = Date.now() + budgetMs;
+    const signal = opts?.signal;
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(this.error(label, 'canceled', 'CANCELLED', 'aborted before the call started'));
+      let settled = false;
+      const settle = (err?: TalosApiError): void => {
+        if (settled) return;
+        settled = true;
+        stopAbort();
+        if (err) reject(err);
+        else resolve();
+      };
+      const stopAbort = whenAborted(signal, () => settle(this.error(label, 'canceled', 'CANCELLED', 'aborted while connecting')));
+      const check = (): void => {
+        if (settled) return;
+        const state = channel.getConnectivityState(true);
+        if (state === grpc.connectivityState.READY || state === grpc.connectivityState.TRANSIENT_FAILURE) return settle();
+        if (state === grpc.connectivityState.SHUTDOWN) return settle(this.error(label, 'canceled', 'CANCELLED', 'client closed while connecting'));
+        channel.watchConnectivityState(state, deadline, (err) => {
+          if (err) settle(this.error(label, 'deadline', 'DEADLINE_EXCEEDED', `no connection within the ${budgetMs} ms deadline`));
+          else check();
+        });
+      };
+      check();
+    });
+  }
+
   close(): void {
     this.lifecycle.close();
     this.image.close();

@@ -5,12 +5,14 @@
 // than CREDENTIALS_TTL_MS; the channels of a replaced identity are closed at once.
 import { createHash } from 'node:crypto';
 import { Agent } from 'node:https';
-import type { SecureContext } from 'node:tls';
+import { createSecureContext, type SecureContext } from 'node:tls';
+import { parse as parseYaml } from 'yaml';
 import { createTalosClient, createTalosSecureContext, TalosChannelPool, type TalosApiClient } from '../../../lib/talos/api/index.ts';
-import { kubeAdminCredentials, renderKubeconfig, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
+import { renderKubeconfig, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow } from '../../../functions/inventory/load.ts';
 import { openClusterSecrets } from '../../../functions/machine-config/secrets.ts';
+import { toNodeKeyPem } from '../../../lib/talos/pki.ts';
 
 /** The admin certificates are valid for a year; re-minting daily keeps them far from expiry. */
 export const CREDENTIALS_TTL_MS = 24 * 3_600_000;
@@ -42,6 +44,8 @@ export interface CollectAccess {
   kubeconfig(): Promise<string>;
   /** Keep-alive agent for the Kubernetes API, kept with the credentials (see CollectOptions.agent). */
   kubeAgent(): Promise<Agent>;
+  /** Settles once every credential of the cluster is minted (or failed to be). */
+  ready(): Promise<void>;
 }
 
 /** Identity of an mTLS client: the CA it trusts and the certificate it presents. */
@@ -72,6 +76,9 @@ export class CollectAccessCache {
       },
       kubeconfig: () => entry.kubeconfig,
       kubeAgent: () => entry.kubeAgent,
+      ready: async () => {
+        await Promise.allSettled([entry.talos, entry.kubeconfig, entry.kubeAgent]);
+      },
     };
   }
 
@@ -98,17 +105,15 @@ export class CollectAccessCache {
       creds,
       context: createTalosSecureContext(creds.caPem, creds.certPem, creds.keyPem),
     }));
+    const kubeconfig = renderKubeconfig({ clusterName: cluster.name, endpoint: cluster.endpoint, secrets });
     const entry: Entry = {
       sealed: cluster.secretsSealed,
       name: cluster.name,
       endpoint: cluster.endpoint,
       mintedAt: this.now(),
       talos,
-      kubeconfig: renderKubeconfig({ clusterName: cluster.name, endpoint: cluster.endpoint, secrets }),
-      // Its own admin certificate (the kubeconfig's is not exposed): both are minted once a day at most.
-      kubeAgent: kubeAdminCredentials(secrets).then(
-        (c) => new Agent({ keepAlive: true, ca: c.caPem, cert: c.certPem, key: c.keyPem, timeout: KUBE_IDLE_MS }),
-      ),
+      kubeconfig,
+      kubeAgent: kubeconfig.then(kubeAgentFor),
     };
     // A failed mint is not kept: the next pass mints again.
     const forget = (): void => {
@@ -120,6 +125,27 @@ export class CollectAccessCache {
     this.entries.set(cluster.id, entry);
     return entry;
   }
+}
+
+type KubeconfigDoc = {
+  clusters?: { cluster?: Record<string, string> }[];
+  users?: { user?: Record<string, string> }[];
+};
+
+/**
+ * The keep-alive agent carries the kubeconfig's own admin certificate (minting a second one per
+ * cluster cost as much again), with one TLS context built here: an agent given PEMs builds a
+ * context, parsing every key and certificate, for each connection it opens.
+ */
+function kubeAgentFor(kubeconfigYaml: string): Agent {
+  const doc = parseYaml(kubeconfigYaml) as KubeconfigDoc;
+  const pem = (b64: string | undefined): string => Buffer.from(b64 ?? '', 'base64').toString('utf8');
+  const secureContext = createSecureContext({
+    ca: pem(doc.clusters?.[0]?.cluster?.['certificate-authority-data']),
+    cert: pem(doc.users?.[0]?.user?.['client-certificate-data']),
+    key: toNodeKeyPem(pem(doc.users?.[0]?.user?.['client-key-data'])),
+  });
+  return new Agent({ keepAlive: true, secureContext, timeout: KUBE_IDLE_MS });
 }
 
 const caches = new WeakMap<object, CollectAccessCache>();

@@ -1,5 +1,7 @@
+export type Limiter = <T>(task: () => Promise<T>) => Promise<T>;
+
 /** Runs at most `concurrency` tasks at once, in the order they were handed in. */
-export function createLimiter(concurrency: number): <T>(task: () => Promise<T>) => Promise<T> {
+export function createLimiter(concurrency: number): Limiter {
   const max = Math.max(1, Math.floor(concurrency));
   let active = 0;
   const waiting: (() => void)[] = [];

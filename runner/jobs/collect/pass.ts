@@ -11,7 +11,7 @@ import { talosAddressOf } from '../../../functions/machine-config/access.ts';
 import { collectAccessCache, type CollectAccess } from './access-cache.ts';
 import { talosDialer } from '../cluster-access.ts';
 import { assessCluster, isFailed } from './assess.ts';
-import { createLimiter } from './limit.ts';
+import { createLimiter, type Limiter } from './limit.ts';
 import { applyRetention, type RetentionResult } from './retention.ts';
 import { previousCpuOf, storePassOutcomes, type ClusterOutcome, type MachineOutcome, type SkippedMachine } from './store.ts';
 import { callError, readNode, type NodeRead } from './talos-read.ts';
@@ -59,12 +59,32 @@ interface Target {
   read: NodeRead;
 }
 
-// The channel stays open for the next pass unless the read failed: a node that did not answer
-// (or refused us) is dialled afresh next time rather than left reconnecting in the background.
-async function readTarget(access: CollectAccess, m: MachineRow, address: string, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
+/** Concurrency limits of a pass: dialing waits on the network, reading costs CPU. */
+interface PassLimits {
+  read: Limiter;
+  dial: Limiter;
+}
+
+/**
+ * How many nodes a pass may be dialing at once, per node it may be reading. A dial mostly waits
+ * (TCP, handshake, or a node that never answers), so it does not take a read slot: holding one for
+ * the whole deadline of a dead node pushed every node queued behind it, and the pass ended one
+ * deadline after the last dead node was reached. Not more than one dial per read slot: on a busy
+ * two-core box, 2 to 8 times as many handshakes at once made them all finish late, and healthy
+ * nodes missed the deadline.
+ */
+const DIALS_PER_READ = 1;
+
+// Dials first (its own limit), then reads with a read slot: a node that never connects costs its
+// deadline in parallel with everything else, not a read slot. The channel stays open for the next
+// pass unless the read failed: a node that did not answer (or refused us) is dialled afresh next
+// time rather than left reconnecting in the background.
+async function readTarget(access: CollectAccess, address: string, m: MachineRow, limits: PassLimits, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
   let read: NodeRead;
   try {
-    read = await readNode(await access.talosClient(address), m.role, opts);
+    const client = await access.talosClient(address);
+    await limits.dial(() => client.connect(opts));
+    read = await limits.read(() => readNode(client, m.role, opts));
   } catch (err) {
     read = { talos: { error: callError(err) }, hostname: null, partialError: null };
   }
@@ -76,7 +96,7 @@ async function collectCluster(
   deps: Deps,
   cluster: ClusterRow,
   rows: MachineRow[],
-  limit: ReturnType<typeof createLimiter>,
+  limits: PassLimits,
   at: number,
   signal: AbortSignal | undefined,
   previous: Map<string, TalosCpuStat>,
@@ -106,14 +126,14 @@ async function collectCluster(
     return finish(cluster, base, targets.map((machine) => ({ machine, read: { talos: { error }, hostname: null, partialError: null } })), { error }, previous);
   }
   const opts = { deadlineMs, ...(signal ? { signal } : {}) };
-  const kube = limit(async (): Promise<KubeSnapshot | Failed> => {
+  const kube = limits.read(async (): Promise<KubeSnapshot | Failed> => {
     try {
       return await collectKubernetes(await access.kubeconfig(), { deadlineMs, agent: await access.kubeAgent(), ...(signal ? { signal } : {}) });
     } catch (err) {
       return kubeFailure(err);
     }
   });
-  const reads = targets.map((machine) => limit(async (): Promise<Target> => ({ machine, read: await readTarget(access, machine, dial(machine)!, opts) })));
+  const reads = targets.map(async (machine): Promise<Target> => ({ machine, read: await readTarget(access, dial(machine)!, machine, limits, opts) }));
   return finish(cluster, base, await Promise.all(reads), await kube, previous);
 }
 
@@ -169,15 +189,28 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   const byCluster = new Map<string, MachineRow[]>();
   for (const m of rows) byCluster.set(m.clusterId, [...(byCluster.get(m.clusterId) ?? []), m]);
 
-  const limit = createLimiter(deps.settings.collectConcurrency);
+  const limits: PassLimits = {
+    read: createLimiter(deps.settings.collectConcurrency),
+    dial: createLimiter(deps.settings.collectConcurrency * DIALS_PER_READ),
+  };
   const states: Record<HealthState, number> = { healthy: 0, degraded: 0, unreachable: 0, unknown: 0 };
   let reached = 0;
   let machineCount = 0;
   // Before any call starts its deadline: loading the client stalls the event loop.
   if (list.length) await loadKubernetesClient();
+  // Every cluster's credentials before any node is dialled: minting is CPU-bound (tens of
+  // milliseconds a cluster on a cold runner), and a dial started meanwhile spends its deadline
+  // waiting for the event loop. A cluster that cannot get any is reported by collectCluster.
+  await Promise.all(list.map(async (cluster) => {
+    try {
+      await collectAccessCache(deps).access(deps, cluster).ready();
+    } catch {
+      // no secrets: collectCluster records it
+    }
+  }));
   // Every node's CPU counters of the pass before, in one query: the utilisation is their delta.
   const previous = await previousCpuOf(deps, rows.filter((m) => !skipReason(m)).map((m) => m.id));
-  const outcomes = await Promise.all(list.map((cluster) => collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limit, at, opts.signal, previous)));
+  const outcomes = await Promise.all(list.map((cluster) => collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limits, at, opts.signal, previous)));
   const failed = await storePassOutcomes(deps, outcomes);
   for (const [i, outcome] of outcomes.entries()) {
     const cluster = list[i]!;
