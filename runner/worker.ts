@@ -2,6 +2,7 @@ import { RunAbort as Abort, type ExecutorRegistry } from '../lib/jobs/executor.t
 import type { Run } from '../lib/jobs/types.ts';
 import { errorMessage } from '../lib/errors.ts';
 import type { Deps } from '../functions/context.ts';
+import { createEventWriter } from './event-writer.ts';
 
 export interface Worker {
   start(): void;
@@ -52,6 +53,8 @@ export function createWorker(opts: {
         (err) => deps.log.warn('heartbeat failed', { run: run.id, error: errorMessage(err) }),
       );
     }, Math.max(200, Math.floor(leaseMs / 3)));
+    // Refused only once the run ended elsewhere (reaped): this worker no longer owns it.
+    const events = createEventWriter((batch) => deps.jobs.appendEvents(run.id, batch), () => controller.abort(new Abort('lease-lost')));
     const entry = { controller, done: Promise.resolve() };
     active.set(run.id, entry);
     const reason = () => (controller.signal.reason instanceof Abort ? controller.signal.reason.reason : undefined);
@@ -74,16 +77,16 @@ export function createWorker(opts: {
         run,
         signal: controller.signal,
         deps,
-        emit: async (e) => {
-          // Refused only once the run ended elsewhere (reaped): this worker no longer owns it.
-          if (!(await deps.jobs.appendEvent(run.id, e))) controller.abort(new Abort('lease-lost'));
-        },
+        emit: (e) => events.push(e),
       });
+      await events.idle();
       const why = await settledReason();
       if (why === 'cancel') await finish({ state: 'canceled', result });
       else if (why === 'shutdown') await finish({ state: 'interrupted', error: 'runner shut down', result });
       else if (why !== 'lease-lost') await finish({ state: 'succeeded', result });
     } catch (err) {
+      // Whatever the executor emitted before it failed goes before the closing event.
+      await events.idle();
       const why = await settledReason();
       const message = errorMessage(err);
       if (why === 'cancel') await finish({ state: 'canceled' });

@@ -31,39 +31,67 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
    * event. `terminal` is only for the transition's own closing event. Answers undefined when
    * the event was refused.
    */
-  async function appendEvent(runId: string, e: RunEventInput, opts: { terminal?: boolean } = {}): Promise<RunEvent | undefined> {
-    const at = clock.now();
-    // Selected from the run's own row, so a closed run yields no row and nothing is inserted.
-    const open = opts.terminal ? eq(runs.id, runId) : and(eq(runs.id, runId), inArray(runs.state, ACTIVE));
+  /** INSERT … SELECT from the run's own row: a closed run yields no row and nothing is inserted. */
+  function insertEvent(runId: string, e: RunEventInput, at: number, terminal: boolean) {
+    const open = terminal ? eq(runs.id, runId) : and(eq(runs.id, runId), inArray(runs.state, ACTIVE));
+    return db
+      .insert(runEvents)
+      .select(
+        db
+          .select({
+            runId: sql<string>`${runId}`.as('run_id'),
+            seq: sql<number>`(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ${runId})`.as('seq'),
+            at: sql<number>`${at}`.as('at'),
+            level: sql<string>`${e.level ?? 'info'}`.as('level'),
+            type: sql<string>`${e.type}`.as('type'),
+            message: sql<string>`${e.message}`.as('message'),
+            data: sql<string | null>`${e.data ? JSON.stringify(e.data) : null}`.as('data'),
+          })
+          .from(runs)
+          .where(open),
+      )
+      .returning();
+  }
+
+  /** Two writers took the same next seq: the second retries with the new max. */
+  async function retryingSeq<T>(write: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const [row] = await db
-          .insert(runEvents)
-          .select(
-            db
-              .select({
-                runId: sql<string>`${runId}`.as('run_id'),
-                seq: sql<number>`(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ${runId})`.as('seq'),
-                at: sql<number>`${at}`.as('at'),
-                level: sql<string>`${e.level ?? 'info'}`.as('level'),
-                type: sql<string>`${e.type}`.as('type'),
-                message: sql<string>`${e.message}`.as('message'),
-                data: sql<string | null>`${e.data ? JSON.stringify(e.data) : null}`.as('data'),
-              })
-              .from(runs)
-              .where(open),
-          )
-          .returning();
-        if (!row) return undefined;
-        const event = row as RunEvent;
-        bus.publish(runId);
-        return event;
+        return await write();
       } catch (err) {
-        // Two writers took the same next seq; the second retries with the new max.
         if (attempt < 3 && isUniqueViolation(err)) continue;
         throw err;
       }
     }
+  }
+
+  /**
+   * Appends an event unless the run already ended: the state check is part of the INSERT, so a
+   * worker that lost its lease (paused, partitioned) cannot add anything after the terminal
+   * event. `terminal` is only for the transition's own closing event. Answers undefined when
+   * the event was refused.
+   */
+  async function appendEvent(runId: string, e: RunEventInput, opts: { terminal?: boolean } = {}): Promise<RunEvent | undefined> {
+    const at = clock.now();
+    const [row] = await retryingSeq(() => insertEvent(runId, e, at, !!opts.terminal));
+    if (!row) return undefined;
+    bus.publish(runId);
+    return row as RunEvent;
+  }
+
+  /**
+   * appendEvent for several events in one transaction: one commit (one WAL sync) for a burst of
+   * log lines instead of one per line. The same fence applies to each row; as the run's state
+   * cannot change inside the transaction, either all are stored or none. Answers whether they were.
+   */
+  async function appendEvents(runId: string, events: RunEventInput[]): Promise<boolean> {
+    if (events.length === 0) return true;
+    const at = clock.now();
+    const [first, ...rest] = events.map((e) => insertEvent(runId, e, at, false));
+    const results = await retryingSeq(() => db.batch([first!, ...rest]));
+    const stored = results[0]!.length > 0;
+    if (stored) bus.publish(runId);
+    return stored;
   }
 
   async function get(id: string): Promise<Run | undefined> {
@@ -84,6 +112,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
     /** The active cluster-changing run of a cluster, if any. */
     activeForCluster: (clusterId: string) => activeForLock(clusterId),
     appendEvent,
+    appendEvents,
 
     async enqueue(input: EnqueueInput): Promise<Run> {
       const lockKey = input.exclusive ? (input.lockKey ?? input.clusterId ?? null) : null;

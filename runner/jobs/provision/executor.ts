@@ -71,10 +71,11 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
     runId: run.id,
   });
 
-  // Events are written in order but without blocking tofu's stdout.
+  // Events are written without blocking tofu's stdout; the worker stores them in the order they
+  // were emitted (coalescing bursts), so waiting for the last one waits for all.
   let pending = Promise.resolve();
   const onEvent = (e: RunEvent) => {
-    pending = pending.then(() => emit(e)).catch(() => undefined);
+    pending = emit(e).catch(() => undefined);
   };
   const hooks = { signal, onEvent };
   const files = await ws.createRunFiles(vars);
@@ -144,13 +145,16 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
   async function recordAddresses(streamed: Record<string, TofuOutput>) {
     const addrs = machineAddressesFrom(streamed.machines ? streamed : await ws.outputs({ signal }));
     const now = deps.clock.now();
-    for (const m of cloudMachines) {
+    // One transaction for all machines: one commit instead of one per machine.
+    const updates = cloudMachines.map((m) => {
       const a = addrs[m.name];
-      await deps.db
+      return deps.db
         .update(machines)
         .set({ ipv4: a?.ipv4 ?? null, ipv6: a?.ipv6 ?? null, state: a ? 'provisioned' : 'new', updatedAt: now })
         .where(eq(machines.id, m.id));
-    }
+    });
+    const [first, ...rest] = updates;
+    if (first) await deps.db.batch([first, ...rest]);
     await emit({ type: 'provision.addresses', message: `${Object.keys(addrs).length} machine(s) with addresses`, data: { machines: addrs } });
     return addrs;
   }
