@@ -1,5 +1,5 @@
 import { RunAbort as Abort, type ExecutorRegistry } from '../lib/jobs/executor.ts';
-import type { Run } from '../lib/jobs/types.ts';
+import type { Run, RunEventInput } from '../lib/jobs/types.ts';
 import { errorMessage } from '../lib/errors.ts';
 import type { Deps } from '../functions/context.ts';
 import { createEventWriter } from './event-writer.ts';
@@ -54,7 +54,7 @@ export function createWorker(opts: {
       );
     }, Math.max(200, Math.floor(leaseMs / 3)));
     // Refused only once the run ended elsewhere (reaped): this worker no longer owns it.
-    const events = createEventWriter((batch) => deps.jobs.appendEvents(run.id, batch), () => controller.abort(new Abort('lease-lost')));
+    const events = createEventWriter<RunEventInput & { at: number }>((batch) => deps.jobs.appendEvents(run.id, batch), () => controller.abort(new Abort('lease-lost')));
     const entry = { controller, done: Promise.resolve() };
     active.set(run.id, entry);
     const reason = () => (controller.signal.reason instanceof Abort ? controller.signal.reason.reason : undefined);
@@ -77,7 +77,8 @@ export function createWorker(opts: {
         run,
         signal: controller.signal,
         deps,
-        emit: (e) => events.push(e),
+        // Stamped now: a deferred event may be written a little later.
+        emit: (e, o) => events.push({ ...e, at: deps.clock.now() }, o),
       });
       await events.idle();
       const why = await settledReason();

@@ -82,12 +82,13 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
   /**
    * appendEvent for several events in one transaction: one commit (one WAL sync) for a burst of
    * log lines instead of one per line. The same fence applies to each row; as the run's state
-   * cannot change inside the transaction, either all are stored or none. Answers whether they were.
+   * cannot change inside the transaction, either all are stored or none. `at` is when the event
+   * happened, if it was queued before being written. Answers whether they were stored.
    */
-  async function appendEvents(runId: string, events: RunEventInput[]): Promise<boolean> {
+  async function appendEvents(runId: string, events: (RunEventInput & { at?: number })[]): Promise<boolean> {
     if (events.length === 0) return true;
-    const at = clock.now();
-    const [first, ...rest] = events.map((e) => insertEvent(runId, e, at, false));
+    const now = clock.now();
+    const [first, ...rest] = events.map((e) => insertEvent(runId, e, e.at ?? now, false));
     const results = await retryingSeq(() => db.batch([first!, ...rest]));
     const stored = results[0]!.length > 0;
     if (stored) bus.publish(runId);

@@ -238,6 +238,8 @@ export class TofuWorkspace {
   readonly dir: string;
   private readonly secrets = new Set<string>();
   private synced: Promise<void> | undefined;
+  // The secret set only grows, so its size tells whether the redactor is current.
+  private cachedRedactor: { size: number; redactor: Redactor } | undefined;
 
   constructor(private readonly opts: TofuWorkspaceOptions) {
     workDirFor(opts.dataDir, opts.tenantId, opts.clusterId);
@@ -295,8 +297,12 @@ export class TofuWorkspace {
     for (const s of secrets) this.secrets.add(s);
   }
 
+  /** Built once per set of secrets: with machine configs among them, building one costs milliseconds. */
   redactor(): Redactor {
-    return new Redactor(this.secrets);
+    if (!this.cachedRedactor || this.cachedRedactor.size !== this.secrets.size) {
+      this.cachedRedactor = { size: this.secrets.size, redactor: new Redactor(this.secrets) };
+    }
+    return this.cachedRedactor.redactor;
   }
 
   /**

@@ -3,14 +3,15 @@ import { join } from 'node:path';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { withClusterDefaults } from '../../../lib/cloud/cluster-defaults.ts';
 import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { ProvisionParams } from '../../../functions/provision/job.ts';
 import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspace, type RunEvent, type TofuOutput } from '../../../lib/tofu/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { openClusterSecrets } from '../../../functions/machine-config/secrets.ts';
-import { renderOrReject } from '../../../functions/machine-config/render.ts';
 import { loadProviderEnv, type CredentialProvider } from '../../../functions/providers/credentials.ts';
 import { currentVersion } from '../../../functions/state/store.ts';
 import { mintStateCredential, revokeStateCredential } from '../../../functions/state/credentials.ts';
+import { configRenderer } from './rendered-configs.ts';
 import { findPlan, restorePlan, savePlan } from './plans.ts';
 import { storeErroredState } from './errored-state.ts';
 import { CLOUD_PROVIDERS, writeRootModule, type CloudProvider, type ProviderSettings } from './root-module.ts';
@@ -36,13 +37,13 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
 
   // Each machine's Talos config becomes its user_data; rendering is deterministic, so an
   // unchanged machine plans as no change.
-  const secrets = openClusterSecrets(deps, cluster);
+  const render = configRenderer(cluster, openClusterSecrets(deps, cluster));
   const vars: Record<string, unknown> = { cluster_name: cluster.name };
   for (const p of providers) {
     vars[`machines_${p}`] = Object.fromEntries(
       cloudMachines
         .filter((m) => m.provider === p)
-        .map((m) => [m.name, { role: m.role, user_data: renderOrReject(cluster, m, secrets) }]),
+        .map((m) => [m.name, { role: m.role, user_data: render(m) }]),
     );
   }
 
@@ -71,39 +72,38 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
     runId: run.id,
   });
 
-  // Events are written without blocking tofu's stdout; the worker stores them in the order they
-  // were emitted (coalescing bursts), so waiting for the last one waits for all.
-  let pending = Promise.resolve();
-  const onEvent = (e: RunEvent) => {
-    pending = emit(e).catch(() => undefined);
+  // tofu's lines are written without blocking its stdout, deferred so that a burst costs one
+  // commit. The run's own milestones go the same way: nothing here needs them stored before it
+  // goes on. The worker stores events in the order they were emitted and writes what is left
+  // before the run's closing event.
+  const note = (e: RunEventInput) => {
+    emit(e, { defer: true }).catch(() => undefined);
   };
+  const onEvent = (e: RunEvent) => note(e);
   const hooks = { signal, onEvent };
   const files = await ws.createRunFiles(vars);
   try {
-    await emit({ type: 'provision.init', message: `tofu init (${binary.flavor} ${binary.version})`, data: { providers } });
-    if (!(await ws.init(hooks))) await emit({ type: 'provision.init_reused', message: 'work dir already initialised for these modules and this backend: init skipped' });
+    note({ type: 'provision.init', message: `tofu init (${binary.flavor} ${binary.version})`, data: { providers } });
+    if (!(await ws.init(hooks))) note({ type: 'provision.init_reused', message: 'work dir already initialised for these modules and this backend: init skipped' });
 
     if (params.planRun) return await applySaved(params.planRun);
 
     if (params.mode === 'apply') {
       const applied = await ws.applyVars({ ...hooks, varFile: files.varFile, destroy: params.destroy });
-      await pending;
       const s = applied.summary;
       const changed = s.add + s.change + s.destroy > 0;
-      if (!changed) await emit({ type: 'provision.nochange', message: 'infrastructure is up to date' });
+      if (!changed) note({ type: 'provision.nochange', message: 'infrastructure is up to date' });
       return { mode: 'apply', destroy: params.destroy, summary: s, resources: applied.resources, applied: changed, machines: await recordAddresses(applied.outputs) };
     }
 
     const before = await currentVersion(deps, cluster.id);
     const plan = await ws.plan({ ...hooks, varFile: files.varFile, destroy: params.destroy, outFile: files.planFile });
-    await pending;
     const summary = plan.summary;
     await emit({ type: 'provision.planned', message: `plan: ${summary.add} to add, ${summary.change} to change, ${summary.destroy} to destroy`, data: { ...summary, resources: plan.resources } });
     await savePlan(deps, { runId: run.id, clusterId: cluster.id, planFile: files.planFile, stateVersion: before?.version ?? null, destroy: params.destroy, summary, resources: plan.resources });
     await emit({ type: 'provision.awaiting_approval', message: plan.hasChanges ? `approve with POST /v1/runs/${run.id}/approve` : 'no changes' });
     return { mode: 'plan', destroy: params.destroy, summary, resources: plan.resources, hasChanges: plan.hasChanges };
   } catch (err) {
-    await pending;
     if (err instanceof TofuCommandError) {
       // The message already carries the first diagnostic.
       const why = err.diagnostics.length > 1 ? `; ${err.diagnostics.slice(1).join('; ')}` : '';
@@ -137,7 +137,6 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
     await restorePlan(deps, saved, files.planFile);
     await emit({ type: 'provision.apply_saved', message: `applying the plan of run ${planRunId}`, data: { ...saved.summary } });
     const applied = await ws.apply(files.planFile, hooks);
-    await pending;
     return { mode: 'apply', destroy: saved.destroy, planRun: planRunId, summary: applied.summary, applied: true, machines: await recordAddresses(applied.outputs) };
   }
 
@@ -155,7 +154,7 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
     });
     const [first, ...rest] = updates;
     if (first) await deps.db.batch([first, ...rest]);
-    await emit({ type: 'provision.addresses', message: `${Object.keys(addrs).length} machine(s) with addresses`, data: { machines: addrs } });
+    note({ type: 'provision.addresses', message: `${Object.keys(addrs).length} machine(s) with addresses`, data: { machines: addrs } });
     return addrs;
   }
 };
