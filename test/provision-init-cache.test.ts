@@ -1,4 +1,8 @@
+import { existsSync } from 'node:fs';
 import { readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { eq } from 'drizzle-orm';
+import { machines, stateCredentials, stateLocks } from '../db/schema/index.ts';
+import { runDirFor } from '../lib/tofu/workspace.ts';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initCacheDirFor } from '../lib/tofu/workspace.ts';
@@ -23,14 +27,14 @@ afterAll(async () => {
   await h.close();
 });
 
-async function provisioned(clusterId: string) {
+async function provisioned(clusterId: string, expected = 'succeeded') {
   const res = await h.call('POST', `/v1/clusters/${clusterId}/provision`, { body: { mode: 'apply' } });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
   const end = Date.now() + 90_000;
   for (;;) {
     const run = await h.deps.jobs.get(res.body.run.id);
     if (run && !['queued', 'running'].includes(run.state)) {
-      expect(run.state, run.error ?? '').toBe('succeeded');
+      expect(run.state, run.error ?? '').toBe(expected);
       const events = await h.deps.jobs.events(run.id);
       return { run, types: events.map((e) => e.type), events };
     }
@@ -110,5 +114,22 @@ describe('a cluster keeps its tofu init across runs (each run has its own work d
     expect(otherCache).not.toBe(cache);
     const kept = await readFile(path.join(otherCache, await readlink(path.join(otherCache, 'current')), '.terraform', 'terraform.tfstate'), 'utf8');
     expect(kept).toContain(`/v1/state/${tenantId}/${other.body.id}`);
+  });
+
+  it('ends a run whose config no longer renders (init started meanwhile is stopped) and leaves nothing behind', async () => {
+    const [m] = await h.deps.db.select().from(machines).where(eq(machines.clusterId, clusterId)).limit(1);
+    // The API refuses such a patch; one stored by an older version reaches the run.
+    await h.deps.db.update(machines).set({ patches: [{ machine: { network: { hostname: 'other' } } }] }).where(eq(machines.id, m!.id));
+    try {
+      await rm(cache, { recursive: true, force: true });
+      const failed = await provisioned(clusterId, 'failed');
+      expect(failed.run.error).toMatch(/patches: /);
+      expect(await h.deps.db.select().from(stateCredentials).where(eq(stateCredentials.runId, failed.run.id))).toEqual([]);
+      expect(await h.deps.db.select().from(stateLocks).where(eq(stateLocks.clusterId, clusterId))).toEqual([]);
+      expect(existsSync(runDirFor(h.deps.settings.dataDir, failed.run.id))).toBe(false);
+    } finally {
+      await h.deps.db.update(machines).set({ patches: m!.patches }).where(eq(machines.id, m!.id));
+    }
+    expect((await provisioned(clusterId)).run.state).toBe('succeeded');
   });
 });
