@@ -1,8 +1,12 @@
-// RezusCloud provision (API → queue → worker → tofu against the built-in state backend) of
-// modules/local with 20 machines, against `terraform init && terraform apply` run directly on
-// the same module with a local state file. Then a second run of each after adding a machine:
-// the direct one re-runs init && apply in its directory, RezusCloud re-uses its initialised
-// work dir. Prints the wall times and the overhead ratios of both.
+// RezusCloud provision (API → queue → worker → tofu against the built-in http state backend →
+// addresses stored → run succeeded) of modules/local with 20 machines, against
+// `terraform init && terraform apply` run directly on the same module with a local state file.
+// "cold": the first run (a fresh directory for terraform, a new cluster for RezusCloud); "warm":
+// the second one after adding a machine (terraform re-runs init && apply in its directory,
+// RezusCloud re-uses the cluster's kept init). Several rounds, alternating which side goes first,
+// after one warm-up round; prints each round, the medians and the median of the per-round ratios
+// (paired, so load drifting on a shared machine hits both sides of a ratio alike).
+// REZUS_BENCH_ROUNDS sets the number of rounds (default 5).
 import { execa } from 'execa';
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,25 +21,30 @@ import { createHarness } from '../test/support/harness.ts';
 import { listen } from '../test/support/serve.ts';
 
 const MACHINES = 20;
+const ROUNDS = Math.max(1, Math.min(50, Number(process.env.REZUS_BENCH_ROUNDS ?? 5) || 5));
 const names = Array.from({ length: MACHINES + 1 }, (_, i) => `m${String(i).padStart(2, '0')}`);
+const role = (i: number) => (i < 3 ? 'controlplane' : 'worker');
 
-async function direct(): Promise<[number, number]> {
-  const bin = await resolveTofuBinary({ env: { PATH: process.env.PATH ?? '' } });
+type Pair = { cold: number; warm: number };
+
+const bin = await resolveTofuBinary({ env: { PATH: process.env.PATH ?? '' } });
+const h = await createHarness();
+const server = await listen(h);
+const worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'bench', leaseMs: 30_000, concurrency: 1, pollMs: 500, onInterrupted: (ids) => onRunsInterrupted(h.deps, ids) });
+worker.start();
+const secrets = await h.deps.newClusterSecrets();
+const tenant = (await h.call('POST', '/v1/tenants', { body: { name: 'bench' } })).body.id as string;
+
+async function direct(): Promise<Pair> {
   const dir = await mkdtemp(join(tmpdir(), 'rezus-bench-direct-'));
   try {
     await cp(join(MODULES_ROOT, 'local'), dir, { recursive: true });
-    const h = await createHarness();
-    const secrets = await h.deps.newClusterSecrets();
-    await h.close();
     const vars = (count: number) => ({
       cluster_name: 'bench',
       machines: Object.fromEntries(
         names.slice(0, count).map((n, i) => [
           n,
-          {
-            role: i < 3 ? 'controlplane' : 'worker',
-            user_data: renderMachineConfig({ secrets, clusterName: 'bench', endpoint: 'https://[2001:db8::1]:6443', role: i < 3 ? 'controlplane' : 'worker', hostname: n, installDisk: '/dev/sda' }),
-          },
+          { role: role(i), user_data: renderMachineConfig({ secrets, clusterName: 'bench', endpoint: 'https://[2001:db8::1]:6443', role: role(i), hostname: n, installDisk: '/dev/sda' }) },
         ]),
       ),
     });
@@ -47,48 +56,88 @@ async function direct(): Promise<[number, number]> {
       await execa(bin.path, ['apply', '-auto-approve', '-input=false', '-no-color', '-var-file=vars.tfvars.json'], { cwd: dir, env, extendEnv: false });
       return performance.now() - t0;
     };
-    return [await initApply(MACHINES), await initApply(MACHINES + 1)];
+    return { cold: await initApply(MACHINES), warm: await initApply(MACHINES + 1) };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function viaRezus(): Promise<[number, number]> {
-  const h = await createHarness();
-  const server = await listen(h);
-  const worker = createWorker({ deps: h.deps, executors: executors(), workerId: 'bench', leaseMs: 30_000, concurrency: 1, pollMs: 20, onInterrupted: (ids) => onRunsInterrupted(h.deps, ids) });
-  worker.start();
-  try {
-    const t = await h.call('POST', '/v1/tenants', { body: { name: 'bench' } });
-    const c = await h.call('POST', '/v1/clusters', { body: { tenant: t.body.id, name: 'bench', endpoint: 'https://[2001:db8::1]:6443' } });
-    const addMachine = (i: number) => h.call('POST', `/v1/clusters/${c.body.id}/machines`, { body: { name: names[i], role: i < 3 ? 'controlplane' : 'worker', provider: 'local' } });
-    for (let i = 0; i < MACHINES; i++) await addMachine(i);
-    const provision = async (): Promise<number> => {
-      const t0 = performance.now();
-      const run = (await h.call('POST', `/v1/clusters/${c.body.id}/provision`, { body: { mode: 'apply' } })).body.run;
-      for (;;) {
-        const r = await h.deps.jobs.get(run.id);
-        if (r && !['queued', 'running'].includes(r.state)) {
-          if (r.state !== 'succeeded') throw new Error(`provision ${r.state}: ${r.error}`);
-          break;
-        }
-        await new Promise((res) => setTimeout(res, 10));
+/** Until the run is over, woken by its events (as an API follower is) with a poll as fallback. */
+async function settled(runId: string): Promise<void> {
+  for (;;) {
+    const r = await h.deps.jobs.get(runId);
+    if (r && !['queued', 'running'].includes(r.state)) {
+      if (r.state !== 'succeeded') throw new Error(`provision ${r.state}: ${r.error}`);
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const off = h.deps.bus.subscribe(runId, done);
+      const t = setTimeout(done, 50);
+      function done() {
+        off();
+        clearTimeout(t);
+        resolve();
       }
-      return performance.now() - t0;
-    };
-    const first = await provision();
-    await addMachine(MACHINES);
-    return [first, await provision()];
-  } finally {
-    await worker.stop(0);
-    await server.close();
-    await h.close();
+    });
   }
 }
 
-await direct(); // warm the OS caches and terraform itself
-const [baseline, baseline2] = await direct();
-const [rezus, rezus2] = await viaRezus();
-console.log(`machines: ${MACHINES}, then one more`);
-console.log(`first run: terraform init + apply directly (local state) ${baseline.toFixed(0)} ms; RezusCloud provision (API, queue, http state backend, events) ${rezus.toFixed(0)} ms; ratio ${(rezus / baseline).toFixed(2)}x`);
-console.log(`second run (+1 machine): terraform init + apply directly ${baseline2.toFixed(0)} ms; RezusCloud provision (initialised work dir kept) ${rezus2.toFixed(0)} ms; ratio ${(rezus2 / baseline2).toFixed(2)}x`);
+let clusters = 0;
+async function viaRezus(): Promise<Pair> {
+  const c = await h.call('POST', '/v1/clusters', { body: { tenant, name: `bench-${++clusters}`, endpoint: 'https://[2001:db8::1]:6443' } });
+  const addMachine = (i: number) => h.call('POST', `/v1/clusters/${c.body.id}/machines`, { body: { name: names[i], role: role(i), provider: 'local' } });
+  for (let i = 0; i < MACHINES; i++) await addMachine(i);
+  const provision = async (): Promise<number> => {
+    const t0 = performance.now();
+    const res = await h.call('POST', `/v1/clusters/${c.body.id}/provision`, { body: { mode: 'apply' } });
+    if (res.status !== 202 && res.status !== 200 && res.status !== 201) throw new Error(`provision: ${res.status} ${JSON.stringify(res.body)}`);
+    await settled(res.body.run.id);
+    return performance.now() - t0;
+  };
+  const cold = await provision();
+  await addMachine(MACHINES);
+  return { cold, warm: await provision() };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const ms = (x: number) => `${x.toFixed(0)} ms`;
+
+try {
+  // Warm-up: OS caches, terraform itself, the JIT on both paths.
+  await direct();
+  await viaRezus();
+  const rows: { direct: Pair; rezus: Pair }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    let d: Pair, z: Pair;
+    if (r % 2 === 0) {
+      d = await direct();
+      z = await viaRezus();
+    } else {
+      z = await viaRezus();
+      d = await direct();
+    }
+    rows.push({ direct: d, rezus: z });
+    console.log(
+      `round ${r + 1}: cold direct ${ms(d.cold)}, RezusCloud ${ms(z.cold)} (${(z.cold / d.cold).toFixed(2)}x); warm direct ${ms(d.warm)}, RezusCloud ${ms(z.warm)} (${(z.warm / d.warm).toFixed(2)}x)`,
+    );
+  }
+  console.log(`machines: ${MACHINES}, then one more; ${ROUNDS} rounds; terraform ${bin.version}`);
+  for (const kind of ['cold', 'warm'] as const) {
+    const dm = median(rows.map((x) => x.direct[kind]));
+    const zm = median(rows.map((x) => x.rezus[kind]));
+    const paired = median(rows.map((x) => x.rezus[kind] / x.direct[kind]));
+    const what =
+      kind === 'cold'
+        ? 'first run: terraform init + apply directly (local state, fresh dir) vs RezusCloud provision of a new cluster (API, queue, http state backend, events)'
+        : 'second run (+1 machine): terraform init + apply directly in its dir vs RezusCloud provision (kept init)';
+    console.log(`${what}: median ${ms(dm)} vs ${ms(zm)}; ratio of medians ${(zm / dm).toFixed(2)}x, median per-round ratio ${paired.toFixed(2)}x`);
+  }
+} finally {
+  await worker.stop(0);
+  await server.close();
+  await h.close();
+}

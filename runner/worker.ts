@@ -1,8 +1,8 @@
 import { RunAbort as Abort, type ExecutorRegistry } from '../lib/jobs/executor.ts';
-import type { Run } from '../lib/jobs/types.ts';
+import type { Run, RunEventInput } from '../lib/jobs/types.ts';
 import { errorMessage } from '../lib/errors.ts';
-import { batchEvents } from '../lib/jobs/event-batch.ts';
 import type { Deps } from '../functions/context.ts';
+import { createEventWriter } from './event-writer.ts';
 
 export interface Worker {
   start(): void;
@@ -53,6 +53,8 @@ export function createWorker(opts: {
         (err) => deps.log.warn('heartbeat failed', { run: run.id, error: errorMessage(err) }),
       );
     }, Math.max(200, Math.floor(leaseMs / 3)));
+    // Refused only once the run ended elsewhere (reaped): this worker no longer owns it.
+    const events = createEventWriter<RunEventInput & { at: number }>((batch) => deps.jobs.appendEvents(run.id, batch), () => controller.abort(new Abort('lease-lost')));
     const entry = { controller, done: Promise.resolve() };
     active.set(run.id, entry);
     const reason = () => (controller.signal.reason instanceof Abort ? controller.signal.reason.reason : undefined);
@@ -69,17 +71,14 @@ export function createWorker(opts: {
       const now = await deps.jobs.get(run.id).catch(() => undefined);
       return now?.cancelRequested ? ('cancel' as const) : undefined;
     };
-    const events = batchEvents(async (es) => (await deps.jobs.appendEvents(run.id, es)) !== undefined);
     try {
       if (run.cancelRequested) controller.abort(new Abort('cancel'));
       const result = await executor({
         run,
         signal: controller.signal,
         deps,
-        emit: async (e) => {
-          // Refused only once the run ended elsewhere (reaped): this worker no longer owns it.
-          if (!(await events.append(e))) controller.abort(new Abort('lease-lost'));
-        },
+        // Stamped now: a deferred event may be written a little later.
+        emit: (e, o) => events.push({ ...e, at: deps.clock.now() }, o),
       });
       await events.idle();
       const why = await settledReason();
@@ -87,6 +86,7 @@ export function createWorker(opts: {
       else if (why === 'shutdown') await finish({ state: 'interrupted', error: 'runner shut down', result });
       else if (why !== 'lease-lost') await finish({ state: 'succeeded', result });
     } catch (err) {
+      // Whatever the executor emitted before it failed goes before the closing event.
       await events.idle();
       const why = await settledReason();
       const message = errorMessage(err);

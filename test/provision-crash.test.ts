@@ -5,6 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startRunner } from './support/runner-process.ts';
 
 const TOKEN = 'crash-test-admin-token-0123456789';
+// Two runner start-ups (up to 20 s each), three waits of up to UNTIL_MS and a tofu plan: on a
+// loaded machine that is far beyond the suite's default 30 s. Each wait is bounded; the test's
+// own limit is their sum, so a slow machine makes it slow, not red, and a real hang still ends.
+const UNTIL_MS = 60_000;
+const TEST_MS = 2 * 20_000 + 3 * UNTIL_MS + 30_000;
 let dataDir: string | undefined;
 let pids: number[] = [];
 
@@ -29,7 +34,7 @@ async function api(url: string, method: string, path: string, body?: unknown) {
   return { status: res.status, body: await res.json() };
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, what: string, ms = 60_000): Promise<T> {
+async function until<T>(fn: () => Promise<T | undefined>, what: string, ms = UNTIL_MS): Promise<T> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     const v = await fn();
@@ -82,5 +87,5 @@ describe('runner crash mid-apply', () => {
     }, 'the retry');
     expect(done.state, done.error).toBe('succeeded');
     expect(done.result.summary.add).toBe(1);
-  });
+  }, TEST_MS);
 });

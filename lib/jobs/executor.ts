@@ -1,10 +1,19 @@
 import type { Run, RunEventInput } from './types.ts';
 
+export interface EmitOptions {
+  /**
+   * For high-volume streams nobody awaits (tofu's log lines): the event may be stored up to
+   * ~100 ms later, in one commit with its neighbours. Order is kept, and the run ends only after
+   * it is stored.
+   */
+  defer?: boolean;
+}
+
 export interface RunContext<D> {
   run: Run;
   /** Aborted when the run is canceled or the runner shuts down; executors must stop promptly. */
   signal: AbortSignal;
-  emit(event: RunEventInput): Promise<void>;
+  emit(event: RunEventInput, opts?: EmitOptions): Promise<void>;
   deps: D;
 }
 

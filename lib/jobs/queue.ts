@@ -17,7 +17,6 @@ export type Jobs = ReturnType<typeof createJobs>;
 
 const ACTIVE: RunState[] = ['queued', 'running'];
 
-
 /**
  * The run queue. Every transition is a single conditional UPDATE, so the database decides who
  * wins when two workers (or a worker and a canceler) race; nothing relies on in-process locks.
@@ -31,35 +30,34 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
    * event. `terminal` is only for the transition's own closing event. Answers undefined when
    * the event was refused.
    */
-  async function appendEvent(runId: string, e: RunEventInput, opts: { terminal?: boolean } = {}): Promise<RunEvent | undefined> {
-    const at = clock.now();
-    // Selected from the run's own row, so a closed run yields no row and nothing is inserted.
-    const open = opts.terminal ? eq(runs.id, runId) : and(eq(runs.id, runId), inArray(runs.state, ACTIVE));
+  /** INSERT … SELECT from the run's own row: a closed run yields no row and nothing is inserted. */
+  function insertEvent(runId: string, e: RunEventInput, at: number, terminal: boolean) {
+    const open = terminal ? eq(runs.id, runId) : and(eq(runs.id, runId), inArray(runs.state, ACTIVE));
+    return db
+      .insert(runEvents)
+      .select(
+        db
+          .select({
+            runId: sql<string>`${runId}`.as('run_id'),
+            seq: sql<number>`(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ${runId})`.as('seq'),
+            at: sql<number>`${at}`.as('at'),
+            level: sql<string>`${e.level ?? 'info'}`.as('level'),
+            type: sql<string>`${e.type}`.as('type'),
+            message: sql<string>`${e.message}`.as('message'),
+            data: sql<string | null>`${e.data ? JSON.stringify(e.data) : null}`.as('data'),
+          })
+          .from(runs)
+          .where(open),
+      )
+      .returning();
+  }
+
+  /** Two writers took the same next seq: the second retries with the new max. */
+  async function retryingSeq<T>(write: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const [row] = await db
-          .insert(runEvents)
-          .select(
-            db
-              .select({
-                runId: sql<string>`${runId}`.as('run_id'),
-                seq: sql<number>`(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ${runId})`.as('seq'),
-                at: sql<number>`${at}`.as('at'),
-                level: sql<string>`${e.level ?? 'info'}`.as('level'),
-                type: sql<string>`${e.type}`.as('type'),
-                message: sql<string>`${e.message}`.as('message'),
-                data: sql<string | null>`${e.data ? JSON.stringify(e.data) : null}`.as('data'),
-              })
-              .from(runs)
-              .where(open),
-          )
-          .returning();
-        if (!row) return undefined;
-        const event = row as RunEvent;
-        bus.publish(runId);
-        return event;
+        return await write();
       } catch (err) {
-        // Two writers took the same next seq; the second retries with the new max.
         if (attempt < 3 && isUniqueViolation(err)) continue;
         throw err;
       }
@@ -67,35 +65,43 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
   }
 
   /**
-   * Appends several events of one run in a single statement (one commit instead of one per
-   * event), with the same rule as appendEvent: nothing is inserted once the run has ended.
-   * Answers the stored events in order, or undefined when the run refused them.
+   * Appends an event unless the run already ended: the state check is part of the INSERT, so a
+   * worker that lost its lease (paused, partitioned) cannot add anything after the terminal
+   * event. `terminal` is only for the transition's own closing event. Answers undefined when
+   * the event was refused.
    */
-  async function appendEvents(runId: string, events: RunEventInput[]): Promise<RunEvent[] | undefined> {
-    if (events.length === 0) return [];
+  async function appendEvent(runId: string, e: RunEventInput, opts: { terminal?: boolean } = {}): Promise<RunEvent | undefined> {
     const at = clock.now();
+    const [row] = await retryingSeq(() => insertEvent(runId, e, at, !!opts.terminal));
+    if (!row) return undefined;
+    bus.publish(runId);
+    return row as RunEvent;
+  }
+
+  /**
+   * appendEvent for several events of one run in a single statement: one commit (one WAL sync)
+   * for a burst instead of one per event. The same fence applies: the state check is part of the
+   * statement, so either all are stored, numbered after the existing ones in order, or none once
+   * the run has ended. `at` is when an event happened, if it was queued before being written.
+   * Answers whether they were stored.
+   */
+  async function appendEvents(runId: string, events: (RunEventInput & { at?: number })[]): Promise<boolean> {
+    if (events.length === 0) return true;
+    const now = clock.now();
     const values = sql.join(
-      events.map((e, i) => sql`(${i + 1}, ${e.level ?? 'info'}, ${e.type}, ${e.message}, ${e.data ? JSON.stringify(e.data) : null})`),
+      events.map((e, i) => sql`(${i + 1}, ${e.at ?? now}, ${e.level ?? 'info'}, ${e.type}, ${e.message}, ${e.data ? JSON.stringify(e.data) : null})`),
       sql`, `,
     );
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const rows = await db.all<{ seq: number; level: RunEvent['level']; type: string; message: string; data: string | null }>(sql`
-          INSERT INTO run_events (run_id, seq, at, level, type, message, data)
-          SELECT ${runId}, (SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ${runId}) + v.column1, ${at}, v.column2, v.column3, v.column4, v.column5
-          FROM (VALUES ${values}) AS v
-          WHERE EXISTS (SELECT 1 FROM runs WHERE ${and(eq(runs.id, runId), inArray(runs.state, ACTIVE))})
-          RETURNING seq, level, type, message, data`);
-        if (rows.length === 0) return undefined;
-        bus.publish(runId);
-        return rows
-          .map((r) => ({ runId, seq: Number(r.seq), at, level: r.level, type: r.type, message: r.message, data: r.data === null ? null : (JSON.parse(r.data) as Record<string, unknown>) }))
-          .sort((a, b) => a.seq - b.seq);
-      } catch (err) {
-        if (attempt < 3 && isUniqueViolation(err)) continue;
-        throw err;
-      }
-    }
+    const result = await retryingSeq(() =>
+      db.run(sql`
+        INSERT INTO run_events (run_id, seq, at, level, type, message, data)
+        SELECT ${runId}, (SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ${runId}) + v.column1, v.column2, v.column3, v.column4, v.column5, v.column6
+        FROM (VALUES ${values}) AS v
+        WHERE EXISTS (SELECT 1 FROM runs WHERE ${and(eq(runs.id, runId), inArray(runs.state, ACTIVE))})`),
+    );
+    const stored = result.rowsAffected > 0;
+    if (stored) bus.publish(runId);
+    return stored;
   }
 
   async function get(id: string): Promise<Run | undefined> {

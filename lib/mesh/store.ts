@@ -198,7 +198,12 @@ export function joinHostPort(host: string, port: number): string {
 
 /** Records which hub endpoint the node's delivered config carries (after a push or a provision). */
 export async function markDelivered(db: Db, machineId: string, endpoint: string | null): Promise<void> {
-  await db.update(meshPeers).set({ deliveredEndpoint: endpoint }).where(eq(meshPeers.machineId, machineId));
+  await deliveredUpdate(db, machineId, endpoint);
+}
+
+/** markDelivered as a statement, to go in the same batch (one commit) as the caller's own writes. */
+export function deliveredUpdate(db: Db, machineId: string, endpoint: string | null) {
+  return db.update(meshPeers).set({ deliveredEndpoint: endpoint }).where(eq(meshPeers.machineId, machineId));
 }
 
 export interface AffectedMachine {

@@ -47,19 +47,36 @@ async function findOnPath(name: string, pathVar: string | undefined): Promise<st
 
 /** The binary named by REZUS_TOFU_BIN, else `tofu`, else `terraform` on PATH, with its version. */
 export async function resolveTofuBinary(opts: ResolveOptions): Promise<TofuBinary> {
-  const override = opts.env.REZUS_TOFU_BIN?.trim();
-  let file: string | undefined;
+  const file = await locate(opts.env);
+  return { path: file, ...(await cachedVersion(file, opts)) };
+}
+
+/** A PATH search stats a file in every directory; every run asks, and the answer rarely changes. */
+const LOCATION_TTL_MS = 60_000;
+const located = new Map<string, { file: string; at: number }>();
+
+async function locate(env: ResolveOptions['env']): Promise<string> {
+  const key = `${env.REZUS_TOFU_BIN ?? ''}\0${env.PATH ?? ''}`;
+  const known = located.get(key);
+  if (known && Date.now() - known.at < LOCATION_TTL_MS && (await isExecutableFile(known.file))) return known.file;
+  const file = await search(env);
+  located.set(key, { file, at: Date.now() });
+  return file;
+}
+
+async function search(env: ResolveOptions['env']): Promise<string> {
+  const override = env.REZUS_TOFU_BIN?.trim();
   if (override) {
     // A bare name is looked up on PATH, a path is used as is.
-    file = override.includes('/') ? path.resolve(override) : await findOnPath(override, opts.env.PATH);
+    const file = override.includes('/') ? path.resolve(override) : await findOnPath(override, env.PATH);
     if (!file || !(await isExecutableFile(file))) {
       throw new TofuBinaryNotFoundError(`REZUS_TOFU_BIN=${override} is not an executable file`);
     }
-  } else {
-    file = (await findOnPath('tofu', opts.env.PATH)) ?? (await findOnPath('terraform', opts.env.PATH));
-    if (!file) throw new TofuBinaryNotFoundError('neither `tofu` nor `terraform` is on PATH');
+    return file;
   }
-  return { path: file, ...(await cachedVersion(file, opts)) };
+  const file = (await findOnPath('tofu', env.PATH)) ?? (await findOnPath('terraform', env.PATH));
+  if (!file) throw new TofuBinaryNotFoundError('neither `tofu` nor `terraform` is on PATH');
+  return file;
 }
 
 // `version -json` starts the binary (tens of milliseconds, more on a small box) on every run;

@@ -91,8 +91,18 @@ export function childEnv(opts: Pick<TofuExecOptions, 'cwd' | 'dataDir' | 'home' 
   };
 }
 
+// Data dirs already laid out by this process: every tofu command asks, and the answer only
+// changes if someone deletes the directory underneath a running runner.
+const preparedDataDirs = new Set<string>();
+
 /** The shared plugin cache and an empty CLI config (so tofu does not warn about a missing one). */
 export async function ensureDataDir(dataDir: string): Promise<void> {
+  if (preparedDataDirs.has(dataDir)) return;
+  await prepareDataDir(dataDir);
+  preparedDataDirs.add(dataDir);
+}
+
+async function prepareDataDir(dataDir: string): Promise<void> {
   await mkdir(pluginCacheDir(dataDir), { recursive: true, mode: 0o700 });
   try {
     await writeFile(path.join(dataDir, 'tofurc'), '', { flag: 'wx', mode: 0o600 });

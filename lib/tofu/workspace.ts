@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { backendBlock, backendConfigArgs, backendEnv, backendSecrets } from './backend.ts';
 import type { TofuBackend } from './backend.ts';
 import { describeDiagnostic, fromStream, fromText } from './diagnostics.ts';
+import { copyEntry, copyTree } from './copy-tree.ts';
 import { runTofu } from './executor.ts';
 import type { TofuExecResult, TofuSubcommand } from './executor.ts';
 import { isChangeSummary, isDiagnostic, isOutputs, isPlannedChange, toRunEvent } from './messages.ts';
@@ -158,6 +159,27 @@ export function workDirFor(dataDir: string, tenantId: string, clusterId: string)
   return path.join(dataDir, 'work', tenantId, clusterId);
 }
 
+/**
+ * Where a cluster's last successful init is kept between runs: each run works in a fresh
+ * directory (see runDirFor), and re-initialising an unchanged module costs a tofu start-up and a
+ * backend round trip. Holds `.terraform` (backend settings, module manifest, provider links into
+ * the shared plugin cache; never credentials: those reach tofu through the environment) and the
+ * lock file.
+ */
+export function initCacheDirFor(dataDir: string, tenantId: string, clusterId: string): string {
+  workDirFor(dataDir, tenantId, clusterId);
+  return path.join(dataDir, 'init-cache', tenantId, clusterId);
+}
+
+const INIT_CACHE_CURRENT = 'current';
+const SNAPSHOT = /^snap-[0-9a-f-]{36}$/;
+/** The snapshot `current` names, if it names one. */
+const currentSnapshot = (root: string): Promise<string | null> =>
+  readlink(path.join(root, INIT_CACHE_CURRENT)).then(
+    (s) => (SNAPSHOT.test(s) ? s : null),
+    () => null,
+  );
+
 export const RUN_DIR_PREFIX = 'run_';
 
 /** The directory of one run's work dir and files, when the workspace is opened for a run. */
@@ -215,6 +237,9 @@ function summaryOf(m: ChangeSummaryMessage): PlanSummary {
 export class TofuWorkspace {
   readonly dir: string;
   private readonly secrets = new Set<string>();
+  private synced: Promise<void> | undefined;
+  // The secret set only grows, so its size tells whether the redactor is current.
+  private cachedRedactor: { size: number; redactor: Redactor } | undefined;
 
   constructor(private readonly opts: TofuWorkspaceOptions) {
     workDirFor(opts.dataDir, opts.tenantId, opts.clusterId);
@@ -226,14 +251,27 @@ export class TofuWorkspace {
 
   /** Copies the module afresh (stale files from an older module version are removed) and writes the backend block. */
   async sync(): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    for (const entry of await readdir(this.dir)) {
-      if (!KEEP_IN_WORKDIR.has(entry)) await rm(path.join(this.dir, entry), { recursive: true, force: true });
+    const copy = this.copyModule();
+    this.synced = copy;
+    try {
+      await copy;
+    } catch (err) {
+      if (this.synced === copy) this.synced = undefined;
+      throw err;
     }
-    await cp(this.opts.moduleDir, this.dir, {
-      recursive: true,
-      filter: (src) => !KEEP_IN_WORKDIR.has(path.basename(src)) && !src.endsWith('.tfstate'),
-    });
+  }
+
+  /** sync() unless this workspace object already did: the module does not change within a run. */
+  private async ensureSynced(): Promise<void> {
+    await (this.synced ?? this.sync());
+  }
+
+  private async copyModule(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await Promise.all(
+      (await readdir(this.dir)).filter((e) => !KEEP_IN_WORKDIR.has(e)).map((e) => rm(path.join(this.dir, e), { recursive: true, force: true })),
+    );
+    await copyTree(this.opts.moduleDir, this.dir, (name) => !KEEP_IN_WORKDIR.has(name) && !name.endsWith('.tfstate'));
     await writeFile(path.join(this.dir, BACKEND_FILE), backendBlock(this.opts.backend), { mode: 0o600 });
   }
 
@@ -259,8 +297,12 @@ export class TofuWorkspace {
     for (const s of secrets) this.secrets.add(s);
   }
 
+  /** Built once per set of secrets: with machine configs among them, building one costs milliseconds. */
   redactor(): Redactor {
-    return new Redactor(this.secrets);
+    if (!this.cachedRedactor || this.cachedRedactor.size !== this.secrets.size) {
+      this.cachedRedactor = { size: this.secrets.size, redactor: new Redactor(this.secrets) };
+    }
+    return this.cachedRedactor.redactor;
   }
 
   /**
@@ -272,6 +314,7 @@ export class TofuWorkspace {
   async init(hooks: CommandHooks = {}): Promise<boolean> {
     await this.sync();
     const stampFile = path.join(this.dir, '.terraform', INIT_STAMP);
+    if (this.opts.runId) await this.restoreInit();
     const before = await initStamp(this.dir, this.opts.binary, this.opts.backend);
     if ((await readFile(stampFile, 'utf8').catch(() => null)) === before) return false;
     // A failed or interrupted init must not leave a stamp that claims success.
@@ -279,11 +322,64 @@ export class TofuWorkspace {
     await this.exec('init', ['-reconfigure', ...backendConfigArgs(this.opts.backend)], hooks);
     // init may have written the lock file, which is part of the stamp.
     await writeFile(stampFile, await initStamp(this.dir, this.opts.binary, this.opts.backend), { mode: 0o600 });
+    if (this.opts.runId) await this.saveInit();
     return true;
   }
 
+  private initCache(): string {
+    return initCacheDirFor(this.opts.dataDir, this.opts.tenantId, this.opts.clusterId);
+  }
+
+  /**
+   * Copies the cluster's kept init into this run's fresh work dir; the stamp inside it then
+   * decides whether it fits. Snapshots are never changed once written, and the one read from is
+   * only removed after `current` stopped naming it: a copy made while `current` kept naming the
+   * same snapshot is whole. Anything else (no snapshot, a newer one swapped in meanwhile, an
+   * error) leaves no init behind, and init simply runs.
+   */
+  private async restoreInit(): Promise<void> {
+    const root = this.initCache();
+    const snapshot = await currentSnapshot(root);
+    if (!snapshot) return;
+    try {
+      for (const entry of await readdir(path.join(root, snapshot))) {
+        if (KEEP_IN_WORKDIR.has(entry)) await copyEntry(path.join(root, snapshot, entry), path.join(this.dir, entry));
+      }
+      if ((await currentSnapshot(root)) === snapshot) return;
+    } catch {
+      // Falls through: no init kept.
+    }
+    for (const entry of KEEP_IN_WORKDIR) await rm(path.join(this.dir, entry), { recursive: true, force: true });
+  }
+
+  /**
+   * Keeps this run's init for the cluster's next runs: copied into a new snapshot, then named by
+   * `current` through an atomic rename of a symlink; the snapshot it replaced is removed.
+   * Failing to keep it only costs the next run an init.
+   */
+  private async saveInit(): Promise<void> {
+    const root = this.initCache();
+    const id = randomUUID();
+    const snapshot = `snap-${id}`;
+    const link = path.join(root, `link-${id}`);
+    const current = path.join(root, INIT_CACHE_CURRENT);
+    try {
+      await mkdir(path.join(root, snapshot), { recursive: true, mode: 0o700 });
+      for (const entry of await readdir(this.dir)) {
+        if (KEEP_IN_WORKDIR.has(entry)) await copyEntry(path.join(this.dir, entry), path.join(root, snapshot, entry));
+      }
+      const previous = await currentSnapshot(root);
+      await symlink(snapshot, link);
+      await rename(link, current);
+      if (previous && previous !== snapshot) await rm(path.join(root, previous), { recursive: true, force: true });
+    } catch {
+      await rm(link, { force: true });
+      if ((await currentSnapshot(root)) !== snapshot) await rm(path.join(root, snapshot), { recursive: true, force: true });
+    }
+  }
+
   async plan(o: CommandHooks & { varFile: string; destroy?: boolean; outFile?: string }): Promise<PlanResult> {
-    await this.sync();
+    await this.ensureSynced();
     const args = ['-detailed-exitcode', `-var-file=${o.varFile}`, ...this.lockArgs()];
     if (o.destroy) args.push('-destroy');
     if (o.outFile) args.push(`-out=${o.outFile}`);
@@ -310,7 +406,7 @@ export class TofuWorkspace {
   }
 
   private async applyWith(args: string[], hooks: CommandHooks): Promise<ApplyResult> {
-    await this.sync();
+    await this.ensureSynced();
     const summary: PlanSummary = { add: 0, change: 0, destroy: 0 };
     const outputs: Record<string, TofuOutput> = {};
     const resources: ApplyResult['resources'] = [];

@@ -1,6 +1,7 @@
-import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { copyTree } from '../../../lib/tofu/copy-tree.ts';
 
 export const MODULES_ROOT = fileURLToPath(new URL('../../../modules', import.meta.url));
 import type { CloudProvider, ProviderSettings, SettingValue } from '../../../functions/provision/providers.ts';
@@ -36,6 +37,6 @@ export function composeRootModule(providers: CloudProvider[], settings: Provider
 export async function writeRootModule(dir: string, providers: CloudProvider[], settings: ProviderSettings): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(join(dir, 'providers'), { recursive: true, mode: 0o700 });
-  for (const p of providers) await cp(join(MODULES_ROOT, p), join(dir, 'providers', p), { recursive: true });
+  await Promise.all(providers.map((p) => copyTree(join(MODULES_ROOT, p), join(dir, 'providers', p))));
   await writeFile(join(dir, 'main.tf.json'), JSON.stringify(composeRootModule(providers, settings), null, 2) + '\n');
 }

@@ -1,0 +1,52 @@
+import { createServer, type Server } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { portAccepts, untilPortReturns } from '../runner/jobs/node-port.ts';
+
+describe('node port checks', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    server = undefined;
+  });
+  const listen = (port = 0): Promise<number> =>
+    new Promise((resolve, reject) => {
+      server = createServer((s) => s.destroy());
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve((server!.address() as { port: number }).port));
+    });
+
+  it('tells an open port from a closed one', async () => {
+    const port = await listen();
+    expect(await portAccepts(`127.0.0.1:${port}`, 1_000)).toBe(true);
+    await new Promise<void>((r) => server!.close(() => r()));
+    server = undefined;
+    expect(await portAccepts(`127.0.0.1:${port}`, 1_000)).toBe(false);
+  });
+
+  it('returns as soon as a port seen closed reopens, well before the longest wait', async () => {
+    const port = await listen();
+    await new Promise<void>((r) => server!.close(() => r()));
+    server = undefined;
+    const seen = { down: false };
+    const reopen = setTimeout(() => void listen(port), 150);
+    // The longest wait is far beyond the test's timeout: only an early return passes.
+    await untilPortReturns(`127.0.0.1:${port}`, 60_000, seen, new AbortController().signal);
+    clearTimeout(reopen);
+    expect(seen.down).toBe(true);
+    expect(await portAccepts(`127.0.0.1:${port}`, 1_000)).toBe(true);
+  });
+
+  it('does not take a port that never went down for a node that came back', async () => {
+    const port = await listen();
+    const seen = { down: false };
+    await untilPortReturns(`127.0.0.1:${port}`, 120, seen, new AbortController().signal);
+    expect(seen.down).toBe(false);
+  });
+
+  it('stops waiting when the run is stopped', async () => {
+    const port = await listen();
+    const c = new AbortController();
+    setTimeout(() => c.abort(new Error('stopped')), 50);
+    await expect(untilPortReturns(`127.0.0.1:${port}`, 60_000, { down: false }, c.signal)).rejects.toThrow('stopped');
+  });
+});
