@@ -8,8 +8,7 @@ import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
-import { cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
-import { closeCollectAccessCache } from './jobs/collect/access-cache.ts';
+import { closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
 import { removeStaleRunFiles } from '../lib/tofu/index.ts';
 import { isTerminal } from '../lib/jobs/types.ts';
 import { removePartialBackups } from './jobs/backup/executor.ts';
@@ -17,7 +16,6 @@ import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { parseKey32 } from '../lib/crypto/key-text.ts';
 import { createLogger } from '../lib/log.ts';
-import { generateSecrets } from '../lib/talos/secrets.ts';
 import { createHubDriver } from '../lib/mesh/hub-driver.ts';
 import { createMeshHubControl } from '../lib/mesh/hub-sync.ts';
 import { DEFAULT_INTERFACE } from '../lib/mesh/store.ts';
@@ -78,7 +76,8 @@ export async function startHost(
       trustIngress: config.trustIngress,
       stateKeepVersions: config.stateKeepVersions,
     },
-    newClusterSecrets: generateSecrets,
+    // Certificate code (x509, asn1) loads with the first cluster created, not at start.
+    newClusterSecrets: async () => (await import('../lib/talos/secrets.ts')).generateSecrets(),
     metrics: createPromMetrics(() => deps),
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
@@ -127,7 +126,7 @@ export async function startHost(
         await worker.stop(config.shutdownGraceS * 1000);
         const closed = new Promise<void>((r) => server.close(() => r()));
         // Channels the collect passes keep open to nodes between passes.
-        closeCollectAccessCache(deps);
+        await closeExecutors(deps);
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         await closed;
         database.close();
