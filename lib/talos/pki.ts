@@ -4,11 +4,8 @@ import type { KeyObject } from 'node:crypto';
 import { decodeSinglePem, encodePem } from './pem.ts';
 
 // Loaded on first use: @peculiar/x509 and its ASN.1 stack take tens of milliseconds to evaluate,
-// and most processes that import this module only relabel keys. tsyringe (used inside x509)
-// needs the Reflect metadata API before x509 loads.
-let x509Module: Promise<typeof x509> | undefined;
-const loadX509 = (): Promise<typeof x509> =>
-  (x509Module ??= import('reflect-metadata').then(() => import('@peculiar/x509')));
+// and most processes that import this module only relabel keys.
+const loadX509 = async (): Promise<typeof x509> => (await import('./x509.ts')).x509;
 
 const crypto = webcrypto as unknown as Crypto;
 const subtle = crypto.subtle;
