@@ -99,7 +99,7 @@ export async function build() {
   const startedAt = Date.now();
   const esbuild = await loadEsbuild();
   await rm(DIST, { recursive: true, force: true });
-  await esbuild.build({
+  const result = await esbuild.build({
     absWorkingDir: ROOT,
     entryPoints: ENTRY_POINTS,
     outdir: DIST,
@@ -124,7 +124,11 @@ export async function build() {
     sourcesContent: false,
     logLevel: 'error',
     plugins: [sourceUrlPlugin],
+    metafile: true,
   });
+  // Which modules each output file holds and what it imports, statically or not: the test that
+  // keeps heavy libraries out of the runner's start reads it (test/runner-bundle.test.ts).
+  await writeFile(join(DIST, 'meta.json'), JSON.stringify(result.metafile));
   for (const a of ASSETS) {
     const from = join(ROOT, a);
     if (!(await exists(from))) continue;
