@@ -9,18 +9,16 @@ import { createApp, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
 import { closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
-import { removeStaleRunFiles } from '../lib/tofu/index.ts';
+import { removeStaleRunFiles } from '../lib/tofu/run-files.ts';
 import { isTerminal } from '../lib/jobs/types.ts';
 import { removePartialBackups } from './jobs/backup/executor.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { parseKey32 } from '../lib/crypto/key-text.ts';
 import { createLogger } from '../lib/log.ts';
-import { createHubDriver } from '../lib/mesh/hub-driver.ts';
-import { createMeshHubControl } from '../lib/mesh/hub-sync.ts';
-import { DEFAULT_INTERFACE } from '../lib/mesh/store.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
+import type { MeshHubControl } from '../lib/mesh/control.ts';
 import { startCron } from './cron.ts';
 import { createPromMetrics } from './metrics.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
@@ -82,7 +80,7 @@ export async function startHost(
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
   // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
-  deps.meshHub = createMeshHubControl(deps, createHubDriver({ interfaceName: DEFAULT_INTERFACE }));
+  deps.meshHub = lazyMeshHub(deps);
 
   const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
   const server = await new Promise<ServerType>((resolve) => {
@@ -134,5 +132,21 @@ export async function startHost(
       })();
       return stopped;
     },
+  };
+}
+
+/**
+ * The hub's control, built on the first mesh request: its driver brings execa (and the hub sync
+ * the mesh tables' code), which a runner that never serves a mesh route does not need at start.
+ */
+function lazyMeshHub(deps: Deps): MeshHubControl {
+  let hub: Promise<MeshHubControl> | undefined;
+  const load = () =>
+    (hub ??= Promise.all([import('../lib/mesh/hub-sync.ts'), import('../lib/mesh/hub-driver.ts'), import('../lib/mesh/store.ts')]).then(
+      ([sync, driver, store]) => sync.createMeshHubControl(deps, driver.createHubDriver({ interfaceName: store.DEFAULT_INTERFACE })),
+    ));
+  return {
+    sync: async () => (await load()).sync(),
+    status: async () => (await load()).status(),
   };
 }

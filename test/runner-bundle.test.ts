@@ -17,7 +17,7 @@ interface Meta {
 const ROOT = join(import.meta.dirname, '..');
 // Imported with `await import()` by every start, so they count as loaded at start.
 const ALWAYS_IMPORTED = new Set(['runner/launch.ts', 'runner/host.ts']);
-const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', '@kubernetes/client-node', '@peculiar/x509', 'ws', '@libsql/hrana-client'];
+const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', '@kubernetes/client-node', '@peculiar/x509', 'ws', '@libsql/hrana-client', 'execa'];
 
 const packageOf = (input: string): string | undefined => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input)?.[1];
 
@@ -53,7 +53,7 @@ describe('the runner bundle', () => {
     meta = JSON.parse(await readFile(join(ROOT, 'dist', 'meta.json'), 'utf8')) as Meta;
   });
 
-  it('keeps gRPC, the Kubernetes client, x509 and the remote database clients out of the start', () => {
+  it('keeps gRPC, the Kubernetes client, x509, execa and the remote database clients out of the start', () => {
     const start = loadedAtStart(meta, 'dist/runner/main.js');
     // The walk reached the host (so the check covers the whole start), which serves the API.
     expect([...start].some((f) => meta.outputs[f]?.entryPoint === 'runner/host.ts')).toBe(true);
