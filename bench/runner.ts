@@ -40,13 +40,20 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** CPU time (user + system) a process has used so far: less sensitive than wall time to other load on the machine. */
+async function cpuMsOf(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  // utime and stime (fields 14 and 15 of stat), in clock ticks of 10 ms on Linux.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 async function rssOf(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
 }
 
 /** Spawns, then polls /readyz every 5 ms (bounded: 60 s) and returns the time to the first 200. */
-async function startAndWait(args: string[], env: Record<string, string>): Promise<{ child: ResultPromise; readyMs: number; url: string }> {
+async function startAndWait(args: string[], env: Record<string, string>): Promise<{ child: ResultPromise; readyMs: number; cpuMs: number; url: string }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
@@ -64,7 +71,10 @@ async function startAndWait(args: string[], env: Record<string, string>): Promis
       (r) => r.status === 200,
       () => false,
     );
-    if (ok) return { child, readyMs: performance.now() - t0, url };
+    if (ok) {
+      const readyMs = performance.now() - t0;
+      return { child, readyMs, cpuMs: await cpuMsOf(child.pid!), url };
+    }
     await sleep(5);
   }
   child.kill('SIGKILL');
@@ -126,11 +136,14 @@ await execa(process.execPath, [join(ROOT, 'scripts', 'build.mjs'), '--if-stale']
 
 const floorMs: number[] = [];
 const runnerMs: number[] = [];
+const floorCpu: number[] = [];
+const runnerCpu: number[] = [];
 let floorRss = 0;
 for (let i = 0; i < STARTS; i++) {
   // Alternate, so drift in machine load hits both alike.
   const f = await startAndWait([...nodeFlags, join(ROOT, 'bench', 'runner-floor.mjs')], {});
   floorMs.push(f.readyMs);
+  floorCpu.push(f.cpuMs);
   if (i === STARTS - 1) {
     await sleep(SETTLE_MS);
     floorRss = await rssOf(f.child.pid!);
@@ -138,6 +151,7 @@ for (let i = 0; i < STARTS; i++) {
   await stop(f.child);
   const r = await startAndWait(startArgs.map((a) => (a.startsWith('--') ? a : join(ROOT, a))), runnerEnv);
   runnerMs.push(r.readyMs);
+  runnerCpu.push(r.cpuMs);
   await stop(r.child);
 }
 
@@ -179,6 +193,7 @@ const ready = median(runnerMs);
 const floor = median(floorMs);
 console.log(`node ${process.version}, flags: ${nodeFlags.join(' ') || '(none)'}; ${STARTS} starts each, medians`);
 console.log(`ready: runner ${ready.toFixed(0)} ms vs bare http server ${floor.toFixed(0)} ms; ratio ${(ready / floor).toFixed(2)} (target ≤ 2)`);
+console.log(`cpu to ready: runner ${median(runnerCpu)} ms vs bare http server ${median(floorCpu)} ms; ratio ${(median(runnerCpu) / median(floorCpu)).toFixed(2)} (wall time above varies with other load on the machine; this does less)`);
 console.log(`idle rss: runner ${fmt(runnerRss)} vs bare server ${fmt(floorRss)}; ratio ${(runnerRss / floorRss).toFixed(2)} (target ≤ 100 MB)`);
 console.log(`after ${PASSES} collect passes over ${machines.length} nodes (${answered} answered in the last, median pass ${median(passMs).toFixed(0)} ms): rss ${fmt(afterRss)}, peak ${fmt(peakRss)}; ${(afterRss / runnerRss).toFixed(2)}× idle (target ≤ 160 MB)`);
 const nonJson = String(stderr)

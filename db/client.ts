@@ -1,5 +1,5 @@
-import { createClient, type Client } from '@libsql/client';
-import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
+import type { Client } from '@libsql/client';
+import type { LibSQLDatabase } from 'drizzle-orm/libsql';
 import { migrate } from 'drizzle-orm/libsql/migrator';
 import { chmod, open } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,11 @@ export async function openDatabase(opts: { url: string; authToken?: string }): P
   // Created owner-only before SQLite opens it; SQLite gives its -wal and -shm files the mode of
   // the database file. The chmods cover files an older version created with the umask's mode.
   if (file) await (await open(file, 'a', 0o600)).close();
+  // An embedded database needs only the SQLite driver: the remote clients (and drizzle's driver
+  // for them) bring ws and zlib, tens of milliseconds of every start.
+  const [{ createClient }, { drizzle }] = local
+    ? await Promise.all([import('@libsql/client/sqlite3'), import('drizzle-orm/libsql/sqlite3')])
+    : await Promise.all([import('@libsql/client'), import('drizzle-orm/libsql')]);
   const client = createClient({ url: opts.url, authToken: opts.authToken });
   if (local) {
     // WAL lets the dashboard read while the worker writes; busy_timeout makes two workers on one

@@ -8,21 +8,18 @@ import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
-import { cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
-import { closeCollectAccessCache } from './jobs/collect/access-cache.ts';
-import { removeStaleRunFiles } from '../lib/tofu/index.ts';
+import { closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
+import { removeStaleRunFiles } from '../lib/tofu/run-files.ts';
 import { isTerminal } from '../lib/jobs/types.ts';
 import { removePartialBackups } from './jobs/backup/executor.ts';
 import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { parseKey32 } from '../lib/crypto/key-text.ts';
 import { createLogger } from '../lib/log.ts';
-import { generateSecrets } from '../lib/talos/secrets.ts';
-import { createHubDriver } from '../lib/mesh/hub-driver.ts';
-import { createMeshHubControl } from '../lib/mesh/hub-sync.ts';
-import { DEFAULT_INTERFACE } from '../lib/mesh/store.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
+import type { RunnerMeshHub } from '../lib/mesh/hub-sync.ts';
+import { DEFAULT_INTERFACE, loadHub } from '../lib/mesh/store.ts';
 import { startCron } from './cron.ts';
 import { createPromMetrics } from './metrics.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
@@ -79,12 +76,13 @@ export async function startHost(
       stateKeepVersions: config.stateKeepVersions,
       ...(config.meshStunServers.length ? { meshStunServers: config.meshStunServers, meshStunCron: config.meshStunCron } : {}),
     },
-    newClusterSecrets: generateSecrets,
+    // Certificate code (x509, asn1) loads with the first cluster created, not at start.
+    newClusterSecrets: async () => (await import('../lib/talos/secrets.ts')).generateSecrets(),
     metrics: createPromMetrics(() => deps),
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
   // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
-  const meshHub = createMeshHubControl(deps, createHubDriver({ interfaceName: DEFAULT_INTERFACE }));
+  const meshHub = lazyMeshHub(deps);
   deps.meshHub = meshHub;
   // Brings the hub back (interface, key, peers) without holding up the start.
   void meshHub.resume().then(
@@ -135,7 +133,7 @@ export async function startHost(
         await meshHub.stop().catch((err: unknown) => log.error('mesh hub not stopped', { error: String(err) }));
         const closed = new Promise<void>((r) => server.close(() => r()));
         // Channels the collect passes keep open to nodes between passes.
-        closeCollectAccessCache(deps);
+        await closeExecutors(deps);
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         await closed;
         database.close();
@@ -143,5 +141,28 @@ export async function startHost(
       })();
       return stopped;
     },
+  };
+}
+
+/**
+ * The hub's control, built on the first mesh request: its driver brings execa (and the hub sync
+ * the mesh tables' code), which a runner that never serves a mesh route does not need at start.
+ */
+/**
+ * The hub's code (and execa) loads with the first mesh request, or at start when the database
+ * holds a hub to bring back; a runner without a mesh never loads it.
+ */
+function lazyMeshHub(deps: Deps): RunnerMeshHub {
+  let hub: Promise<RunnerMeshHub> | undefined;
+  const load = () =>
+    (hub ??= Promise.all([import('../lib/mesh/hub-sync.ts'), import('../lib/mesh/hub-driver.ts')]).then(([sync, driver]) =>
+      sync.createMeshHubControl(deps, driver.createHubDriver({ interfaceName: DEFAULT_INTERFACE })),
+    ));
+  return {
+    sync: async () => (await load()).sync(),
+    status: async () => (await load()).status(),
+    resume: async () => ((await loadHub(deps.db)) ? (await load()).resume() : null),
+    // Nothing was started when nothing was loaded.
+    stop: async () => (hub ? (await hub).stop() : undefined),
   };
 }

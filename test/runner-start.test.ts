@@ -60,11 +60,12 @@ describe('npm start (scripts/start.mjs)', () => {
 
   it('a process warning becomes a JSON log line instead of Node’s text', async () => {
     const script = `
-      import { createLogger } from ${JSON.stringify(join(ROOT, 'dist', 'lib', 'log.js'))};
-      import { routeProcessWarnings } from ${JSON.stringify(join(ROOT, 'dist', 'lib', 'process-warnings.js'))};
+      import { createLogger } from ${JSON.stringify(join(ROOT, 'lib', 'log.ts'))};
+      import { routeProcessWarnings } from ${JSON.stringify(join(ROOT, 'lib', 'process-warnings.ts'))};
       routeProcessWarnings(createLogger('info'));
       process.emitWarning('too many things', { code: 'REZUS_TEST' });`;
-    const res = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
+    // dist/ is one bundle, so the two modules are loaded from source.
+    const res = await execa(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, reject: false });
     expect(res.exitCode).toBe(0);
     const lines = res.stderr.split('\n').filter((l) => l.trim() !== '');
     expect(lines).toHaveLength(1);

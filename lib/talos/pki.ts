@@ -1,9 +1,11 @@
-// tsyringe (used inside @peculiar/x509) needs the Reflect metadata API before x509 loads.
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
+import type * as x509 from '@peculiar/x509';
 import { createPrivateKey, generateKeyPair, randomBytes, webcrypto } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { decodeSinglePem, encodePem } from './pem.ts';
+
+// Loaded on first use: @peculiar/x509 and its ASN.1 stack take tens of milliseconds to evaluate,
+// and most processes that import this module only relabel keys.
+const loadX509 = async (): Promise<typeof x509> => (await import('./x509.ts')).x509;
 
 const crypto = webcrypto as unknown as Crypto;
 const subtle = crypto.subtle;
@@ -112,8 +114,9 @@ export interface CreateCaOptions {
 
 /** A self-signed CA shaped like upstream's (`NewTalosCA`, `NewKubernetesCA`, ...). */
 export async function createCa(options: CreateCaOptions): Promise<CertAndKey> {
+  const X509 = await loadX509();
   const keys = await generateKeys(options.algorithm);
-  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+  const cert = await X509.X509CertificateGenerator.createSelfSigned(
     {
       serialNumber: serialNumber(),
       name: subjectName(options.subject),
@@ -121,13 +124,13 @@ export async function createCa(options: CreateCaOptions): Promise<CertAndKey> {
       signingAlgorithm: ALGORITHMS[options.algorithm].sign,
       keys,
       extensions: [
-        new x509.BasicConstraintsExtension(true, undefined, true),
-        new x509.KeyUsagesExtension(
-          x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+        new X509.BasicConstraintsExtension(true, undefined, true),
+        new X509.KeyUsagesExtension(
+          X509.KeyUsageFlags.keyCertSign | X509.KeyUsageFlags.cRLSign | X509.KeyUsageFlags.digitalSignature,
           true,
         ),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        new X509.ExtendedKeyUsageExtension([X509.ExtendedKeyUsage.serverAuth, X509.ExtendedKeyUsage.clientAuth]),
+        await X509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
       ],
     },
     crypto,
@@ -152,7 +155,8 @@ export interface IssueLeafOptions {
  * Client certs carry ExtKeyUsage clientAuth only: apid rejects a client chain with anything else.
  */
 export async function issueLeaf(options: IssueLeafOptions): Promise<CertAndKey> {
-  const caCert = new x509.X509Certificate(options.ca.certPem);
+  const X509 = await loadX509();
+  const caCert = new X509.X509Certificate(options.ca.certPem);
   const signer = await importSigningKey(options.ca.keyPem);
   const keys = await generateKeys(signer.algorithm);
   const sans: x509.JsonGeneralName[] = [
@@ -160,16 +164,16 @@ export async function issueLeaf(options: IssueLeafOptions): Promise<CertAndKey> 
     ...(options.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value })),
   ];
   const extensions: x509.Extension[] = [
-    new x509.BasicConstraintsExtension(false, undefined, true),
-    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-    new x509.ExtendedKeyUsageExtension([
-      options.usage === 'client' ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth,
+    new X509.BasicConstraintsExtension(false, undefined, true),
+    new X509.KeyUsagesExtension(X509.KeyUsageFlags.digitalSignature, true),
+    new X509.ExtendedKeyUsageExtension([
+      options.usage === 'client' ? X509.ExtendedKeyUsage.clientAuth : X509.ExtendedKeyUsage.serverAuth,
     ]),
-    await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-    await x509.AuthorityKeyIdentifierExtension.create(caCert, false, crypto),
+    await X509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+    await X509.AuthorityKeyIdentifierExtension.create(caCert, false, crypto),
   ];
-  if (sans.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(sans, false));
-  const cert = await x509.X509CertificateGenerator.create(
+  if (sans.length > 0) extensions.push(new X509.SubjectAlternativeNameExtension(sans, false));
+  const cert = await X509.X509CertificateGenerator.create(
     {
       serialNumber: serialNumber(),
       subject: subjectName(options.subject),

@@ -25,7 +25,8 @@ export function fromStream(d: Diagnostic): DiagnosticText {
 
 // -no-color output: "Error: <summary>", a blank line, the detail; with colour, the same inside a
 // "│ " box, which is stripped too.
-const BOX = /^[│╷╵]\s?/;
+// Escaped (│ ╷ ╵): one non-ASCII character in a bundled chunk makes V8 keep all its source as UTF-16.
+const BOX = /^[\u2502\u2577\u2575]\s?/;
 
 /** The error diagnostics tofu printed as text (stderr of `init`, or of anything run without -json). */
 export function fromText(text: string): DiagnosticText[] {

@@ -11,6 +11,7 @@ import type { TofuExecResult, TofuSubcommand } from './executor.ts';
 import { isChangeSummary, isDiagnostic, isOutputs, isPlannedChange, toRunEvent } from './messages.ts';
 import type { ChangeAction, ChangeSummaryMessage, RunEvent, TofuMessage } from './messages.ts';
 import { Redactor } from './redact.ts';
+import { RUN_DIR_PREFIX } from './run-files.ts';
 
 export interface TofuWorkspaceOptions {
   binary: string;
@@ -180,37 +181,14 @@ const currentSnapshot = (root: string): Promise<string | null> =>
     () => null,
   );
 
-export const RUN_DIR_PREFIX = 'run_';
-
 /** The directory of one run's work dir and files, when the workspace is opened for a run. */
 export function runDirFor(dataDir: string, runId: string): string {
   if (!ID.test(runId) || !runId.startsWith(RUN_DIR_PREFIX)) throw new Error(`invalid run id ${JSON.stringify(runId)}`);
   return path.join(dataDir, 'runs', runId);
 }
 
-/**
- * Removes run directories left by a process that died mid-run: they hold machine configs.
- * `ended(runId)` says whether a run is over; a run directory of a run still going (another
- * runner on the same data dir) is kept. Directories not named after a run come from older
- * versions and are removed.
- */
-export async function removeStaleRunFiles(dataDir: string, ended: (runId: string) => Promise<boolean> = async () => true): Promise<number> {
-  const root = path.join(dataDir, 'runs');
-  let entries: string[];
-  try {
-    entries = await readdir(root);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw err;
-  }
-  let removed = 0;
-  for (const e of entries) {
-    if (e.startsWith(RUN_DIR_PREFIX) && !(await ended(e))) continue;
-    await rm(path.join(root, e), { recursive: true, force: true });
-    removed++;
-  }
-  return removed;
-}
+// In a module of its own, so the runner's start (which removes them) does not load tofu's driver.
+export { RUN_DIR_PREFIX, removeStaleRunFiles } from './run-files.ts';
 
 /** Every machine's user_data is a Talos machine config: a secret. */
 /**

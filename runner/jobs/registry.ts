@@ -6,32 +6,42 @@ import { collectJob, scheduledCollect } from '../../functions/collect/job.ts';
 import type { Deps } from '../../functions/context.ts';
 import { provisionJob } from '../../functions/provision/job.ts';
 import { bootstrapJob, pushClusterJob, pushConfigJob } from '../../functions/push-config/job.ts';
-import { pushClusterExecutor } from './push-config/cluster.ts';
 import { etcdRestoreJob, etcdSnapshotJob } from '../../functions/etcd/job.ts';
-import { etcdRestoreExecutor, etcdSnapshotExecutor, scheduledEtcdSnapshots } from './etcd/snapshot.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
 import { upgradeJob } from '../../functions/upgrade/job.ts';
 import { meshRepushJob } from '../../functions/mesh/job.ts';
-import { meshRepushExecutor } from './mesh/repush.ts';
 import { meshStunCron } from './mesh/stun.ts';
 import { upgradeKubernetesJob } from '../../functions/upgrade/kubernetes-job.ts';
-import { upgradeKubernetesExecutor } from './upgrade-kubernetes/executor.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
 import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
 import type { CronJob } from '../cron.ts';
-import { backupExecutor } from './backup/executor.ts';
-import { collectExecutor } from './collect/executor.ts';
-import { provisionExecutor } from './provision/executor.ts';
-import { bootstrapExecutor } from './push-config/bootstrap.ts';
-import { pushConfigExecutor } from './push-config/executor.ts';
-import { upgradeExecutor } from './upgrade/executor.ts';
 import { leaseOwnerIsGone } from '../lease-owner.ts';
 import { eq, inArray } from 'drizzle-orm';
 import { runs, stateLocks } from '../../db/schema/index.ts';
 import { TERMINAL_STATES, type RunState } from '../../lib/jobs/types.ts';
 
 export type AppExecutors = ExecutorRegistry<Deps>;
+
+// Executors are imported on their first run, not at start: together they pull in gRPC and the
+// Talos protos, the Kubernetes client, certificate code and tofu's driver, which a runner that
+// only serves the API never needs. The specs (functions/*/job.ts) stay static: the worker's kinds
+// and the params check come from them.
+const loaded = new Set<string>();
+
+/** An executor whose module is imported on its first run; `name` records that it was. */
+function lazy<P>(name: string, load: () => Promise<JobExecutor<Deps, P>>): JobExecutor<Deps, P> {
+  let executor: Promise<JobExecutor<Deps, P>> | undefined;
+  return async (ctx, params) => {
+    executor ??= load().then((e) => (loaded.add(name), e));
+    return (await executor)(ctx, params);
+  };
+}
+
+/** Shutdown: releases what loaded executors keep between runs (the collect pass's pooled channels). */
+export async function closeExecutors(deps: Deps): Promise<void> {
+  if (loaded.has('collect')) (await import('./collect/access-cache.ts')).closeCollectAccessCache(deps);
+}
 
 /**
  * An executor that sees only params its spec accepts: a run queued with bad params (an older
@@ -54,17 +64,17 @@ export function bind<S extends z.ZodType<Record<string, unknown>>>(
 /** Every run kind the worker can execute. */
 export function executors(): AppExecutors {
   return Object.fromEntries([
-    bind(backupJob, backupExecutor),
-    bind(provisionJob, provisionExecutor),
-    bind(collectJob, collectExecutor),
-    bind(pushConfigJob, pushConfigExecutor),
-    bind(bootstrapJob, bootstrapExecutor),
-    bind(pushClusterJob, pushClusterExecutor),
-    bind(etcdSnapshotJob, etcdSnapshotExecutor),
-    bind(etcdRestoreJob, etcdRestoreExecutor),
-    bind(upgradeJob, upgradeExecutor),
-    bind(meshRepushJob, meshRepushExecutor),
-    bind(upgradeKubernetesJob, upgradeKubernetesExecutor),
+    bind(backupJob, lazy('backup', async () => (await import('./backup/executor.ts')).backupExecutor)),
+    bind(provisionJob, lazy('provision', async () => (await import('./provision/executor.ts')).provisionExecutor)),
+    bind(collectJob, lazy('collect', async () => (await import('./collect/executor.ts')).collectExecutor)),
+    bind(pushConfigJob, lazy('push-config', async () => (await import('./push-config/executor.ts')).pushConfigExecutor)),
+    bind(bootstrapJob, lazy('bootstrap', async () => (await import('./push-config/bootstrap.ts')).bootstrapExecutor)),
+    bind(pushClusterJob, lazy('push-cluster', async () => (await import('./push-config/cluster.ts')).pushClusterExecutor)),
+    bind(etcdSnapshotJob, lazy('etcd-snapshot', async () => (await import('./etcd/snapshot.ts')).etcdSnapshotExecutor)),
+    bind(etcdRestoreJob, lazy('etcd-restore', async () => (await import('./etcd/snapshot.ts')).etcdRestoreExecutor)),
+    bind(upgradeJob, lazy('upgrade', async () => (await import('./upgrade/executor.ts')).upgradeExecutor)),
+    bind(upgradeKubernetesJob, lazy('upgrade-kubernetes', async () => (await import('./upgrade-kubernetes/executor.ts')).upgradeKubernetesExecutor)),
+    bind(meshRepushJob, lazy('mesh-repush', async () => (await import('./mesh/repush.ts')).meshRepushExecutor)),
   ]);
 }
 
@@ -110,7 +120,9 @@ export function cronJobs(deps: Deps): CronJob[] {
     { name: 'state-locks-of-dead-runs', pattern: '* * * * *', run: () => releaseLocksOfDeadRuns(deps) },
     // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
     { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
-    ...(deps.settings.etcdSnapshotCron ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: () => scheduledEtcdSnapshots(deps) }] : []),
+    ...(deps.settings.etcdSnapshotCron
+      ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: async () => (await import('./etcd/snapshot.ts')).scheduledEtcdSnapshots(deps) }]
+      : []),
     ...meshStunCron(deps),
   ];
 }
