@@ -8,7 +8,7 @@ import { createWorker, type Worker } from '../runner/worker.ts';
 import { linkKubeToTalos, type KubeTalosLink } from './sim/kube/talos-link.ts';
 import { parseSimConfig } from './sim/talos/sim-config.ts';
 import { alertOf, FormClient } from './support/dashboard-client.ts';
-import { createHarness, type Harness } from './support/harness.ts';
+import { finishedRun, createHarness, type Harness } from './support/harness.ts';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
 
 // Response bodies are whatever the API sent.
@@ -62,14 +62,6 @@ async function start(hh: Harness, c: UpgradeCluster, version = TO): Promise<stri
   return res.body.run.id;
 }
 
-async function finished(hh: Harness, runId: string): Promise<Json> {
-  for (let i = 0; i < 1200; i++) {
-    const run = (await hh.call('GET', `/v1/runs/${runId}`)).body;
-    if (['succeeded', 'failed', 'canceled', 'interrupted'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`run ${runId} did not finish`);
-}
 
 const events = async (hh: Harness, runId: string): Promise<Json[]> => (await hh.call('GET', `/v1/runs/${runId}/events`)).body.events;
 const k8sVersion = async (hh: Harness, c: UpgradeCluster): Promise<string> => (await hh.call('GET', `/v1/clusters/${c.clusterId}`)).body.kubernetesVersion;
@@ -91,7 +83,7 @@ describe('Kubernetes upgrade', () => {
   it('pre-pulls, then moves each static pod across the control planes, kube-proxy, then each kubelet, without reboots', async () => {
     const { h, c } = await setup(fleet(2, 1));
     const runId = await start(h, c);
-    const run = await finished(h, runId);
+    const run = await finishedRun(h, runId);
     expect(run.error).toBeNull();
     expect(run.state).toBe('succeeded');
     expect(run.result.upgraded).toEqual(STEPS_2CP_1W);
@@ -137,7 +129,7 @@ describe('Kubernetes upgrade', () => {
   it('a component that never becomes ready stops the run naming it; a new run resumes after the steps already done', async () => {
     const { h, c, link } = await setup(fleet(2, 1));
     link.stall('cp2', 'kube-controller-manager');
-    const first = await finished(h, await start(h, c));
+    const first = await finishedRun(h, await start(h, c));
     expect(first.state).toBe('failed');
     expect(first.error).toMatch(/^cp2: kube-controller-manager did not become ready on 1\.37\.0 within 1s: pod kube-controller-manager-cp2 runs .*kube-controller-manager:v1\.37\.0 but is not Ready/);
     expect(await k8sVersion(h, c)).toBe(FROM);
@@ -148,7 +140,7 @@ describe('Kubernetes upgrade', () => {
     expect(c.kube.daemonSet('kube-system', 'kube-proxy')?.image).toBe(img('kube-proxy', FROM));
 
     link.unstall('cp2', 'kube-controller-manager');
-    const second = await finished(h, await start(h, c));
+    const second = await finishedRun(h, await start(h, c));
     expect(second.state).toBe('succeeded');
     expect(second.result.skipped).toEqual(['kube-apiserver on cp1', 'kube-apiserver on cp2', 'kube-controller-manager on cp1', 'kube-controller-manager on cp2']);
     expect(second.result.upgraded).toEqual(STEPS_2CP_1W.slice(4));
@@ -162,7 +154,7 @@ describe('Kubernetes upgrade', () => {
   it('a kube-proxy rollout that never completes stops the run before any kubelet', async () => {
     const { h, c } = await setup(fleet(1, 1));
     c.kube.setRollout({ stuck: true });
-    const run = await finished(h, await start(h, c));
+    const run = await finishedRun(h, await start(h, c));
     expect(run.state).toBe('failed');
     expect(run.error).toMatch(/^kube-proxy did not become ready on 1\.37\.0 within 1s: kube-proxy rollout: 0\/2 updated, 0 available$/);
     // The DaemonSet was patched with the image the control planes' configs now carry.
@@ -185,7 +177,7 @@ describe('Kubernetes upgrade', () => {
     }
     expect((await h.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(202);
     link.unstall('cp1', 'kube-apiserver');
-    const run = await finished(h, runId);
+    const run = await finishedRun(h, runId);
     expect(run.state).toBe('canceled');
     const evs = await events(h, runId);
     expect(evs.filter((e) => e.type === 'k8s.step.done').map((e) => e.data.step)).toEqual(['kube-apiserver on cp1']);
@@ -199,7 +191,7 @@ describe('Kubernetes upgrade', () => {
 
   it('refuses to start when a node runs a Talos that does not support the target: nothing is pulled or applied', async () => {
     const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', version: 'v1.13.9' }]);
-    const run = await finished(h, await start(h, c));
+    const run = await finishedRun(h, await start(h, c));
     expect(run.state).toBe('failed');
     expect(run.error).toBe('refusing to upgrade Kubernetes: w1: Kubernetes 1.37.0 is too new for Talos v1.13.9 (it runs 1.31 to 1.36)');
     for (const n of ['cp1', 'w1']) {

@@ -7,7 +7,7 @@ import { bind } from '../runner/jobs/registry.ts';
 import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { VANILLA_SCHEMATIC } from '../lib/talos/installer.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
-import { createHarness, type Harness } from './support/harness.ts';
+import { finishedRun, createHarness, type Harness } from './support/harness.ts';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
 
 // Response bodies are whatever the API sent.
@@ -58,14 +58,6 @@ async function startUpgrade(hh: Harness, c: UpgradeCluster, body: Record<string,
   return res.body.run.id;
 }
 
-async function finished(hh: Harness, runId: string): Promise<Json> {
-  for (let i = 0; i < 1200; i++) {
-    const run = (await hh.call('GET', `/v1/runs/${runId}`)).body;
-    if (['succeeded', 'failed', 'canceled', 'interrupted'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`run ${runId} did not finish`);
-}
 
 async function events(hh: Harness, runId: string): Promise<Json[]> {
   return (await hh.call('GET', `/v1/runs/${runId}/events`)).body.events;
@@ -93,7 +85,7 @@ describe('rolling Talos upgrade', () => {
   it('upgrades control planes one at a time, then workers in batches, through the v1.13 API', async () => {
     const { h, c } = await setup(fleet(3, 3));
     const runId = await startUpgrade(h, c, { batchSize: 2 });
-    const run = await finished(h, runId);
+    const run = await finishedRun(h, runId);
     expect(run.error).toBeNull();
     expect(run.state).toBe('succeeded');
     expect(run.params.image).toBe(IMAGE);
@@ -139,7 +131,7 @@ describe('rolling Talos upgrade', () => {
     const cp2 = c.sim('cp2');
     const broken = cp2.waitForPhase('down', 20_000).then(() => cp2.setServiceState('etcd', { state: 'Running', healthy: false, lastMessage: 'etcd member not responding' }));
     const runId = await startUpgrade(h, c);
-    const run = await finished(h, runId);
+    const run = await finishedRun(h, runId);
     await broken;
     expect(run.state).toBe('failed');
     expect(run.error).toMatch(/cp2: failed the health gate/);
@@ -158,7 +150,7 @@ describe('rolling Talos upgrade', () => {
   it('refuses to start while etcd is degraded: no node gets an upgrade call', async () => {
     const { h, c } = await setup(fleet(3, 1));
     c.sim('cp3').setEtcdErrors(['etcdserver: request timed out']);
-    const run = await finished(h, await startUpgrade(h, c));
+    const run = await finishedRun(h, await startUpgrade(h, c));
     expect(run.state).toBe('failed');
     expect(run.error).toMatch(/^refusing to upgrade: cluster not healthy before cp1/);
     expect(run.error).toMatch(/etcd has 2\/3 healthy members/);
@@ -169,7 +161,7 @@ describe('rolling Talos upgrade', () => {
   it('refuses a batch while a Kubernetes node is NotReady', async () => {
     const { h, c } = await setup(fleet(1, 2));
     c.kube.setNode('w2', { ready: false });
-    const run = await finished(h, await startUpgrade(h, c));
+    const run = await finishedRun(h, await startUpgrade(h, c));
     expect(run.state).toBe('failed');
     expect(run.error).toMatch(/node w2 NotReady/);
     for (const n of ['cp1', 'w1', 'w2']) expect(touched(c, n)).toEqual([]);
@@ -178,7 +170,7 @@ describe('rolling Talos upgrade', () => {
   it('skips nodes already on the target version', async () => {
     const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', version: TO }, { name: 'w2', role: 'worker' }]);
     const runId = await startUpgrade(h, c);
-    const run = await finished(h, runId);
+    const run = await finishedRun(h, runId);
     expect(run.state).toBe('succeeded');
     expect(touched(c, 'w1')).toEqual([]);
     expect(c.sim('cp1').upgrades).toHaveLength(1);
@@ -198,7 +190,7 @@ describe('rolling Talos upgrade', () => {
       await new Promise((r) => setTimeout(r, 10));
     }
     expect((await h.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(202);
-    const run = await finished(h, runId);
+    const run = await finishedRun(h, runId);
     expect(run.state).toBe('canceled');
     // w1 was in flight: it finished completely, gate included.
     expect(c.sim('w1').version).toBe(TO);
@@ -214,7 +206,7 @@ describe('rolling Talos upgrade', () => {
     const { h, c } = await setup(fleet(1, 3));
     const w1 = c.sim('w1');
     const notReady = w1.waitForPhase('down', 20_000).then(() => c.kube.setNode('w1', { ready: false }));
-    const first = await finished(h, await startUpgrade(h, c));
+    const first = await finishedRun(h, await startUpgrade(h, c));
     await notReady;
     expect(first.state).toBe('failed');
     expect(first.error).toMatch(/w1: failed the health gate.*Kubernetes node NotReady/);
@@ -222,7 +214,7 @@ describe('rolling Talos upgrade', () => {
     expect(await clusterVersion(h, c)).toBe(FROM);
 
     c.kube.setNode('w1', { ready: true });
-    const second = await finished(h, await startUpgrade(h, c));
+    const second = await finishedRun(h, await startUpgrade(h, c));
     expect(second.state).toBe('succeeded');
     expect(second.result.skipped).toEqual(['cp1', 'w1']);
     expect(second.result.upgraded.map((u: Json) => u.name)).toEqual(['w2', 'w3']);
@@ -233,7 +225,7 @@ describe('rolling Talos upgrade', () => {
   it('a v1.12 node takes the legacy MachineService/Upgrade path', async () => {
     const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', version: 'v1.12.11' }]);
     const runId = await startUpgrade(h, c);
-    const run = await finished(h, runId);
+    const run = await finishedRun(h, runId);
     expect(run.state).toBe('succeeded');
     const w1 = c.sim('w1');
     expect(w1.upgrades).toEqual([{ api: 'legacy', image: METAL_IMAGE, stage: false }]);
@@ -247,7 +239,7 @@ describe('rolling Talos upgrade', () => {
 
   it('a staged legacy upgrade is activated by a reboot RezusCloud asks for', async () => {
     const { h, c } = await setup([{ name: 'cp1', role: 'controlplane', version: 'v1.12.11' }]);
-    const run = await finished(h, await startUpgrade(h, c, { stage: true, preserve: true }));
+    const run = await finishedRun(h, await startUpgrade(h, c, { stage: true, preserve: true }));
     expect(run.state).toBe('succeeded');
     expect(c.sim('cp1').upgrades).toEqual([{ api: 'legacy', image: METAL_IMAGE, stage: true }]);
     expect(c.sim('cp1').reboots).toEqual(['reboot']);
@@ -259,7 +251,7 @@ describe('rolling Talos upgrade', () => {
     const cp1 = c.sim('cp1');
     // Like a node whose new image fails to boot and falls back to the previous one.
     const rollback = cp1.waitForPhase('down', 20_000).then(() => (cp1.pendingVersion = undefined));
-    const run = await finished(h, await startUpgrade(h, c));
+    const run = await finishedRun(h, await startUpgrade(h, c));
     await rollback;
     expect(run.state).toBe('failed');
     expect(run.error).toMatch(/cp1: rebooted but runs v1\.13\.2, not v1\.13\.9/);

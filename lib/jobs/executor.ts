@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Run, RunEventInput } from './types.ts';
 
 export interface EmitOptions {
@@ -47,4 +48,20 @@ export class RunAbort extends Error {
 /** Why the run's signal was aborted, if it was by a worker. */
 export function stopReason(signal: AbortSignal): StopReason | undefined {
   return signal.aborted && signal.reason instanceof RunAbort ? signal.reason.reason : undefined;
+}
+
+/**
+ * A signal that follows the run's except for a cancel: rolling work lets the step in flight
+ * finish on a cancel, and stops at once on a shutdown or a lost lease.
+ */
+export function abortedUnlessCanceled(signal: AbortSignal): AbortSignal {
+  const c = new AbortController();
+  // Every concurrent call of a step listens on it.
+  setMaxListeners(0, c.signal);
+  const follow = (): void => {
+    if (stopReason(signal) !== 'cancel') c.abort(signal.reason);
+  };
+  if (signal.aborted) follow();
+  else signal.addEventListener('abort', follow, { once: true });
+  return c.signal;
 }

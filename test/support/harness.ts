@@ -124,3 +124,9 @@ export async function waitForRun(h: Pick<Harness, 'deps'>, runId: string, states
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** waitForRun, answered as the API shows the ended run (result and error included). */
+export async function finishedRun(h: Harness, runId: string, timeoutMs = 60_000): Promise<Json> {
+  await waitForRun(h, runId, ENDED_STATES, timeoutMs);
+  return (await h.call('GET', `/v1/runs/${runId}`)).body;
+}

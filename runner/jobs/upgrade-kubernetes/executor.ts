@@ -4,11 +4,10 @@
 // node's kubelet, every step a no-reboot config apply followed by a wait until Kubernetes shows
 // the component on the new version and ready. The first step that fails stops the run; a new run
 // skips every step Kubernetes already shows done.
-import { setMaxListeners } from 'node:events';
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { DomainError, errorMessage } from '../../../lib/errors.ts';
-import { RunError, stopReason, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import { openKubeWriter } from '../../../lib/kube/drain.ts';
 import { kubernetesPathProblem, kubernetesUnsupportedReason } from '../../../lib/talos/k8s-compat.ts';
 import type { Deps } from '../../../functions/context.ts';
@@ -34,18 +33,6 @@ export interface UpgradeKubernetesResult {
   clusterVersionUpdated: boolean;
 }
 
-/** A signal that follows the run's except for a cancel, which lets the step in flight finish. */
-function unlessCanceled(signal: AbortSignal): AbortSignal {
-  const c = new AbortController();
-  // Every pull and poll of the run listens on it.
-  setMaxListeners(0, c.signal);
-  const follow = (): void => {
-    if (stopReason(signal) !== 'cancel') c.abort(signal.reason);
-  };
-  if (signal.aborted) follow();
-  else signal.addEventListener('abort', follow, { once: true });
-  return c.signal;
-}
 
 function render(cluster: ClusterRow, m: MachineRow, access: ClusterAccess, kubernetesVersion: string, extraDocuments: ConfigDocument[]): string {
   try {
@@ -118,7 +105,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
   if (controlPlanes.length === 0) throw new RunError('the cluster has no control plane');
   const all = [...controlPlanes, ...workers];
 
-  const hard = unlessCanceled(signal);
+  const hard = abortedUnlessCanceled(signal);
   // Loads the Kubernetes client before any deadline runs: loading stalls the event loop.
   const kube = await openKubeWriter(await access.kubeconfig(), timings.kubeDeadlineMs);
   const ctx: StepContext = { db: deps.db, access, kube, timings, version, hard, emit };

@@ -1,7 +1,6 @@
-import { setMaxListeners } from 'node:events';
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
-import { RunError, stopReason, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { clusterAccess, talosDialer, type ClusterAccess } from '../cluster-access.ts';
 import { clusterProblems, readHealth, type GateMachine } from './health.ts';
@@ -22,18 +21,6 @@ export interface UpgradeResult {
   clusterVersionUpdated: boolean;
 }
 
-/** A signal that follows the run's, except for a cancel: a cancel lets the node in flight finish. */
-function hardStop(signal: AbortSignal): AbortSignal {
-  const c = new AbortController();
-  // Every concurrent Talos and Kubernetes call of a batch listens on it.
-  setMaxListeners(0, c.signal);
-  const follow = (): void => {
-    if (stopReason(signal) !== 'cancel') c.abort(signal.reason);
-  };
-  if (signal.aborted) follow();
-  else signal.addEventListener('abort', follow, { once: true });
-  return c.signal;
-}
 
 const list = (names: string[]): string => names.join(', ');
 
@@ -75,7 +62,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
   if (noAddress.length) throw new RunError(`machines without a Talos API address: ${list(noAddress)}`);
   const all: GateMachine[] = rows.map((m) => ({ id: m.id, name: m.name, role: m.role, address: dial(m)! }));
 
-  const hard = hardStop(signal);
+  const hard = abortedUnlessCanceled(signal);
   const access = await clusterAccess(deps, { ...cluster, endpoint: dial.kubeEndpoint(cluster, rows) });
   const channels = runChannels(access);
   const clusterId = cluster.id;
