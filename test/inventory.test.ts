@@ -111,6 +111,22 @@ describe('clusters and machines', () => {
     expect((await h.call('GET', `/v1/clusters/${clusterId}`)).status).toBe(404);
   });
 
+  it('changes a running cluster\'s Kubernetes version only through an upgrade run', async () => {
+    const { clusterId } = await seedCluster(h);
+    const before = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { kubernetesVersion: '1.36.2' } });
+    expect(before.status, 'before bootstrap it is a setting').toBe(200);
+    await h.deps.database.client.execute({ sql: 'UPDATE clusters SET bootstrapped_at = ? WHERE id = ?', args: [Date.now(), clusterId] });
+    const refused = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { kubernetesVersion: '1.36.3' } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('use_upgrade_kubernetes');
+    expect(refused.body.error.message).toContain(`/v1/clusters/${clusterId}/upgrade-kubernetes`);
+    expect((await h.call('GET', `/v1/clusters/${clusterId}`)).body.kubernetesVersion).toBe('1.36.2');
+    // The dashboard's edit form sends the version unchanged with the other fields.
+    const same = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { kubernetesVersion: '1.36.2', endpoint: 'https://[2001:db8::2]:6443' } });
+    expect(same.status).toBe(200);
+    expect(same.body.endpoint).toBe('https://[2001:db8::2]:6443');
+  });
+
   it('refuses to delete a cluster with an active run', async () => {
     const { clusterId, tenantId } = await seedCluster(h);
     const run = await h.deps.jobs.enqueue({ kind: 'noop', clusterId, tenantId, exclusive: true });

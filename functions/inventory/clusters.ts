@@ -109,10 +109,16 @@ export function clusterRoutes() {
 
   app.get('/:id', requireScope('read'), async (c) => c.json(publicCluster(await loadCluster(c, c.req.param('id')))));
 
-  // Talos version changes go through an upgrade run, not an edit.
+  // Talos version changes go through an upgrade run, not an edit; so do Kubernetes version changes
+  // once the cluster runs (an edit would reach nodes in whatever order later pushes happen).
   app.patch('/:id', requireScope('write'), async (c) => {
     const cluster = await loadCluster(c, c.req.param('id'));
     const body = await readJson(c, clusterUpdateInput);
+    if (cluster.bootstrappedAt !== null && body.kubernetesVersion !== undefined && body.kubernetesVersion !== cluster.kubernetesVersion) {
+      throw new ApiError(409, 'use_upgrade_kubernetes', `the cluster runs Kubernetes ${cluster.kubernetesVersion}; change it with POST /v1/clusters/${cluster.id}/upgrade-kubernetes`, {
+        kubernetesVersion: cluster.kubernetesVersion,
+      });
+    }
     const { db, clock } = c.var.deps;
     const active = await c.var.deps.jobs.activeForCluster(cluster.id);
     if (active) throw conflict('cluster has an active run', { activeRun: active.id });
