@@ -74,7 +74,10 @@ export function readKubeconfig(kubeconfigYaml: string): KubeTarget {
     throw new Error('kubeconfig could not be parsed');
   }
   if (typeof doc !== 'object') throw new Error('kubeconfig could not be parsed');
+  // A named context or cluster that is missing is an error, not a reason to fall back to the
+  // first one: that could send the admin identity to another cluster.
   const context = pick(doc.contexts, str(doc['current-context']))?.context;
+  if (!context && doc['current-context'] !== undefined) throw new Error('kubeconfig has no current cluster');
   const cluster = pick(doc.clusters, str(context?.cluster))?.cluster;
   if (!cluster) throw new Error('kubeconfig has no current cluster');
   const user = pick(doc.users, str(context?.user))?.user ?? {};
