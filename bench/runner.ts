@@ -4,12 +4,15 @@
  * nodes (3 clusters of 3 control planes + 7 workers, sims in a child process).
  * Floor, measured in the same run: a bare node:http server (bench/runner-floor.mjs) started with
  * the same node and flags. Targets: ready ≤ 2× the floor, idle RSS ≤ 100 MB, after passes ≤ 160 MB.
+ * The runner kept for the passes also gets bench/runner-heap-probe.mjs (and --expose-gc), for what
+ * it holds after a full GC: RSS after the passes swings with V8's garbage high-water.
  * Usage: tsx bench/runner.ts [starts=5]
  */
 import { execa, type ResultPromise } from 'execa';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHarness, type Harness } from '../test/support/harness.ts';
 import { startSimFleet } from './sim-fleet.ts';
@@ -155,8 +158,12 @@ for (let i = 0; i < STARTS; i++) {
   await stop(r.child);
 }
 
-// The last runner stays up for the idle reading and the passes.
-const run = await startAndWait(startArgs.map((a) => (a.startsWith('--') ? a : join(ROOT, a))), runnerEnv);
+// The last runner stays up for the idle reading and the passes, with the heap probe preloaded.
+const heapOut = join(h.dir, 'heap-after-gc.json');
+const run = await startAndWait(
+  ['--expose-gc', `--import=${pathToFileURL(join(ROOT, 'bench', 'runner-heap-probe.mjs')).href}`, ...startArgs.map((a) => (a.startsWith('--') ? a : join(ROOT, a)))],
+  { ...runnerEnv, REZUS_BENCH_HEAP_OUT: heapOut },
+);
 await sleep(SETTLE_MS);
 const runnerRss = await rssOf(run.child.pid!);
 const auth = { authorization: `Bearer ${h.adminToken}`, 'content-type': 'application/json' };
@@ -183,12 +190,19 @@ for (let p = 0; p < PASSES; p++) {
 }
 await sleep(SETTLE_MS);
 const afterRss = await rssOf(run.child.pid!);
+process.kill(run.child.pid!, 'SIGUSR2');
+let heap: { heapUsed: number; external: number; scriptSource: number } | undefined;
+for (let i = 0; i < 100 && !heap; i++) {
+  await sleep(50);
+  heap = await readFile(heapOut, 'utf8').then((t) => JSON.parse(t) as typeof heap, () => undefined);
+}
 const { stderr } = await (async () => {
   await stop(run.child);
   return run.child;
 })();
 
 const fmt = (b: number) => `${(b / MiB).toFixed(0)} MiB`;
+const mib1 = (b: number): string => `${(b / MiB).toFixed(1)} MiB`;
 const ready = median(runnerMs);
 const floor = median(floorMs);
 console.log(`node ${process.version}, flags: ${nodeFlags.join(' ') || '(none)'}; ${STARTS} starts each, medians`);
@@ -196,6 +210,11 @@ console.log(`ready: runner ${ready.toFixed(0)} ms vs bare http server ${floor.to
 console.log(`cpu to ready: runner ${median(runnerCpu)} ms vs bare http server ${median(floorCpu)} ms; ratio ${(median(runnerCpu) / median(floorCpu)).toFixed(2)} (wall time above varies with other load on the machine; this does less)`);
 console.log(`idle rss: runner ${fmt(runnerRss)} vs bare server ${fmt(floorRss)}; ratio ${(runnerRss / floorRss).toFixed(2)} (target ≤ 100 MB)`);
 console.log(`after ${PASSES} collect passes over ${machines.length} nodes (${answered} answered in the last, median pass ${median(passMs).toFixed(0)} ms): rss ${fmt(afterRss)}, peak ${fmt(peakRss)}; ${(afterRss / runnerRss).toFixed(2)}× idle (target ≤ 160 MB)`);
+console.log(
+  heap
+    ? `held after a full GC (steadier than rss for comparing changes): heap ${mib1(heap.heapUsed)}, external ${mib1(heap.external)}, script source ${mib1(heap.scriptSource)}`
+    : 'held after a full GC: no reading (the heap probe did not answer)',
+);
 const nonJson = String(stderr)
   .split('\n')
   .filter((l) => l.trim() !== '' && !l.startsWith('{'));

@@ -1,91 +1,41 @@
 // Reads a cluster's health from its Kubernetes API with the admin kubeconfig: apiserver version,
-// readiness checks, nodes, and node usage when metrics-server is installed. One KubeConfig and one
-// keep-alive agent per call: parsing the YAML is cheap, and sharing the agent means the parallel
-// requests of one pass reuse TLS sessions instead of handshaking for each.
-import https from 'node:https';
-import {
-  ApiException,
-  ApisApi,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  Observable,
-  VersionApi,
-  type ObservableMiddleware,
-  type RequestContext,
-  type ResponseContext,
-  type V1Node,
-} from '@kubernetes/client-node';
-import { openKubeConnection } from './connection.ts';
+// readiness checks, nodes, and node usage when metrics-server is installed. One kubeconfig reading
+// and one keep-alive agent per call (unless the caller keeps one): parsing the YAML is cheap, and
+// sharing the agent means the parallel requests of one pass reuse TLS sessions.
+import type https from 'node:https';
+import { openKubeConnection, type KubeConnection } from './connection.ts';
 import { startBudget, type Budget } from './deadline.ts';
 import { KubeApiError, httpError, transportError } from './errors.ts';
+import { kubeRequest } from './http.ts';
 import { parseCpuCores, parseMemoryBytes } from './quantity.ts';
 import { parseReadyzFailing } from './readyz.ts';
-import type { CollectOptions, KubeNode, KubeNodeMetrics, KubeSnapshot } from './types.ts';
+import type { APIGroupList, CollectOptions, KubeNode, KubeNodeMetrics, KubeSnapshot, NodeList, NodeObject, VersionInfo } from './types.ts';
 
 export { parseReadyzFailing };
 
 const METRICS_GROUP = 'metrics.k8s.io';
 
-interface Client {
-  kc: KubeConfig;
-  server: string;
-  agent: https.Agent;
-  ownsAgent: boolean;
-  headers: Record<string, string>;
-  callOptions: { middleware: ObservableMiddleware[]; middlewareMergeStrategy: 'append' };
-}
-
-async function openClient(kubeconfigYaml: string, signal: AbortSignal, shared?: https.Agent): Promise<Client> {
-  const conn = await openKubeConnection(kubeconfigYaml, shared);
-  const { kc, server, agent, headers } = conn;
-  const ourAgent = !conn.proxied;
-  // The object-style API takes observable middleware; this one only pins signal and agent.
-  const attach: ObservableMiddleware = {
-    pre: (ctx: RequestContext) => {
-      ctx.setSignal(signal);
-      if (ourAgent) ctx.setAgent(agent);
-      return new Observable(Promise.resolve(ctx));
-    },
-    post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-  };
-  return { kc, server, agent, ownsAgent: conn.ownAgent, headers, callOptions: { middleware: [attach], middlewareMergeStrategy: 'append' } };
-}
-
-function classify(endpoint: string, err: unknown): KubeApiError {
-  if (err instanceof KubeApiError) return err;
-  if (err instanceof ApiException) return httpError(endpoint, err.code, err.body);
-  return transportError(endpoint, err);
-}
-
 async function call<T>(budget: Budget, endpoint: string, work: () => Promise<T>): Promise<T> {
   try {
     return await budget.bound(endpoint, work);
   } catch (err) {
-    throw classify(endpoint, err);
+    throw err instanceof KubeApiError ? err : transportError(endpoint, err);
   }
 }
 
-/** GET returning status and text; for endpoints the typed API does not model (/readyz?verbose). */
-function rawGet(client: Client, path: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = https.get(
-      `${client.server}${path}`,
-      { agent: client.agent, headers: { ...client.headers, accept: 'text/plain' }, signal },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
+/** GET of a JSON document inside the budget; any status but 2xx is a KubeApiError. */
+function getJson<T>(c: KubeConnection, budget: Budget, path: string): Promise<T> {
+  const endpoint = `GET ${c.server}${path}`;
+  return call(budget, endpoint, async () => {
+    const r = await kubeRequest(c, 'GET', path, { signal: budget.signal });
+    if (r.status < 200 || r.status > 299) throw httpError(endpoint, r.status, r.body);
+    return r.body as T;
   });
 }
 
-function isoOrNull(t: Date | string | undefined): string | null {
+function isoOrNull(t: string | undefined): string | null {
   if (t === undefined) return null;
-  const d = t instanceof Date ? t : new Date(t);
+  const d = new Date(t);
   return Number.isNaN(d.getTime()) ? null : d.toISOString();
 }
 
@@ -98,7 +48,7 @@ function safeQuantity(q: string | undefined, parse: (s: string) => number): numb
   }
 }
 
-export function toKubeNode(n: V1Node): KubeNode {
+export function toKubeNode(n: NodeObject): KubeNode {
   const conditions = n.status?.conditions ?? [];
   const ready = conditions.find((c) => c.type === 'Ready');
   const status = ready?.status === 'True' || ready?.status === 'False' ? ready.status : 'Unknown';
@@ -114,10 +64,10 @@ export function toKubeNode(n: V1Node): KubeNode {
     ready: status,
     readySince: isoOrNull(ready?.lastTransitionTime),
     kubeletVersion: n.status?.nodeInfo?.kubeletVersion ?? '',
-    addresses: (n.status?.addresses ?? []).map((a) => ({ type: a.type, address: a.address })),
+    addresses: (n.status?.addresses ?? []).map((a) => ({ type: a.type ?? '', address: a.address ?? '' })),
     unschedulable: n.spec?.unschedulable === true,
     roles,
-    pressure: conditions.filter((c) => c.type !== 'Ready' && c.status === 'True').map((c) => c.type),
+    pressure: conditions.filter((c) => c.type !== 'Ready' && c.status === 'True').map((c) => c.type ?? ''),
     capacity: cpu !== null && memory !== null ? { cpuCores: cpu, memoryBytes: memory } : null,
   };
 }
@@ -140,17 +90,9 @@ export function toNodeMetrics(list: unknown): KubeNodeMetrics[] {
   return out.sort((a, b) => a.name.localeCompare(b.name));
 }
 
-async function fetchMetrics(
-  client: Client,
-  budget: Budget,
-): Promise<Pick<KubeSnapshot, 'metrics' | 'metricsError'>> {
-  const endpoint = `GET ${client.server}/apis/${METRICS_GROUP}/v1beta1/nodes`;
-  const api = client.kc.makeApiClient(CustomObjectsApi);
+async function fetchMetrics(c: KubeConnection, budget: Budget): Promise<Pick<KubeSnapshot, 'metrics' | 'metricsError'>> {
   try {
-    const list: unknown = await call(budget, endpoint, () =>
-      api.listClusterCustomObject({ group: METRICS_GROUP, version: 'v1beta1', plural: 'nodes' }, client.callOptions),
-    );
-    return { metrics: toNodeMetrics(list) };
+    return { metrics: toNodeMetrics(await getJson<unknown>(c, budget, `/apis/${METRICS_GROUP}/v1beta1/nodes`)) };
   } catch (err) {
     const e = err as KubeApiError;
     // Usage is optional: the snapshot stands without it, so no failure here sinks the pass.
@@ -168,39 +110,35 @@ export async function collectKubernetes(
   opts: CollectOptions & {
     /**
      * A keep-alive agent carrying the kubeconfig's TLS client identity, kept by the caller across
-     * collections so a pass every minute reuses its connections; not destroyed here. Ignored when
-     * the kubeconfig names a proxy.
+     * collections so a pass every minute reuses its connections; not destroyed here.
      */
     agent?: https.Agent;
   },
 ): Promise<KubeSnapshot> {
   const budget = startBudget(opts.deadlineMs, opts.signal);
-  let client: Client | undefined;
+  let conn: KubeConnection | undefined;
   try {
-    client = await openClient(kubeconfigYaml, budget.signal, opts.agent);
-    const c = client;
-    const at = (path: string): string => `GET ${c.server}${path}`;
-    const versionApi = c.kc.makeApiClient(VersionApi);
-    const coreApi = c.kc.makeApiClient(CoreV1Api);
-    const apisApi = c.kc.makeApiClient(ApisApi);
+    conn = openKubeConnection(kubeconfigYaml, opts.agent);
+    const c = conn;
+    const readyzAt = `GET ${c.server}/readyz?verbose`;
 
     const settled = await Promise.allSettled([
-      call(budget, at('/version'), () => versionApi.getCode({}, c.callOptions)),
-      call(budget, at('/readyz?verbose'), async () => {
-        const r = await rawGet(c, '/readyz?verbose', budget.signal);
+      getJson<VersionInfo>(c, budget, '/version'),
+      call(budget, readyzAt, async () => {
+        const r = await kubeRequest(c, 'GET', '/readyz?verbose', { accept: 'text/plain', signal: budget.signal });
         if (r.status === 200) return { ok: true, failing: [] as string[] };
-        if (r.status === 401 || r.status === 403) throw httpError(at('/readyz?verbose'), r.status, r.text);
+        if (r.status === 401 || r.status === 403) throw httpError(readyzAt, r.status, r.text);
         return { ok: false, failing: parseReadyzFailing(r.text) };
       }),
-      call(budget, at('/api/v1/nodes'), () => coreApi.listNode({}, c.callOptions)),
-      call(budget, at('/apis'), () => apisApi.getAPIVersions({}, c.callOptions)),
+      getJson<NodeList>(c, budget, '/api/v1/nodes'),
+      getJson<APIGroupList>(c, budget, '/apis'),
     ] as const);
     for (const s of settled) if (s.status === 'rejected') throw s.reason;
     const [version, readyz, nodes, groups] = settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
-      Awaited<ReturnType<VersionApi['getCode']>>,
+      VersionInfo,
       KubeSnapshot['readyz'],
-      Awaited<ReturnType<CoreV1Api['listNode']>>,
-      Awaited<ReturnType<ApisApi['getAPIVersions']>>,
+      NodeList,
+      APIGroupList,
     ];
 
     const hasMetrics = (groups.groups ?? []).some((g) => g.name === METRICS_GROUP);
@@ -210,10 +148,10 @@ export async function collectKubernetes(
       server: c.server,
       collectedAt: new Date().toISOString(),
       version: {
-        gitVersion: version.gitVersion,
-        major: version.major,
-        minor: version.minor,
-        platform: version.platform,
+        gitVersion: version.gitVersion ?? '',
+        major: version.major ?? '',
+        minor: version.minor ?? '',
+        platform: version.platform ?? '',
       },
       readyz,
       nodes: (nodes.items ?? []).map(toKubeNode).sort((a, b) => a.name.localeCompare(b.name)),
@@ -221,6 +159,6 @@ export async function collectKubernetes(
     };
   } finally {
     budget.dispose();
-    if (client?.ownsAgent) client.agent.destroy();
+    if (conn?.ownAgent) conn.agent.destroy();
   }
 }

@@ -1,11 +1,12 @@
 // Cordon, drain and uncordon a node the way `kubectl drain` (and so talosctl upgrade) does:
 // DaemonSet pods and mirror pods stay, every other pod goes through the Eviction API so
 // PodDisruptionBudgets are honoured, pods with emptyDir data are evicted too, and a 429 from a
-// budget is retried until the drain's time is up. The client library is loaded only when a drain
-// actually runs: most runner processes never drain anything.
-import https from 'node:https';
+// budget is retried until the drain's time is up.
+import type https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { openKubeConnection } from './connection.ts';
 import { KubeApiError, httpError, transportError } from './errors.ts';
+import { kubeRequest } from './http.ts';
 
 export interface KubeWriter {
   server: string;
@@ -16,59 +17,32 @@ export interface KubeWriter {
 /**
  * An HTTPS client authenticated as the kubeconfig's current user (client certificate or token).
  * `agent` shares a caller's keep-alive agent, so a run's drains, uncordons and health reads reuse
- * their TLS connections; the writer then leaves it open on close.
+ * their TLS connections; the writer then leaves it open on close. Each request gets `deadlineMs`.
  */
 export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number, agent?: https.Agent): Promise<KubeWriter> {
-  const { openKubeConnection } = await import('./connection.ts');
-  const conn = await openKubeConnection(kubeconfigYaml, agent);
-  const server = conn.server;
-  const headers = conn.headers;
-  const shared = conn.agent;
+  const conn = openKubeConnection(kubeconfigYaml, agent);
+  const host = new URL(conn.server).host;
 
   return {
-    server: new URL(server).host,
-    request(method, path, opts = {}) {
-      const endpoint = `${method} ${new URL(server).host}${path.split('?')[0]}`;
-      const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body));
-      const signal = opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(deadlineMs)]) : AbortSignal.timeout(deadlineMs);
-      return new Promise((resolve, reject) => {
-        const req = https.request(
-          `${server}${path}`,
-          {
-            method,
-            agent: shared,
-            signal,
-            headers: {
-              ...headers,
-              accept: 'application/json',
-              ...(payload ? { 'content-type': opts.contentType ?? 'application/json', 'content-length': String(payload.length) } : {}),
-            },
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('error', (e) => reject(transportError(endpoint, e)));
-            res.on('end', () => {
-              const text = Buffer.concat(chunks).toString('utf8');
-              let body: unknown = text;
-              try {
-                body = JSON.parse(text);
-              } catch {
-                // Not JSON: keep the text for the error message.
-              }
-              resolve({ status: res.statusCode ?? 0, body });
-            });
-          },
-        );
-        req.on('error', (e) => {
-          if (signal.aborted && !opts.signal?.aborted) reject(new KubeApiError('deadline', `${endpoint}: no answer within the ${deadlineMs} ms deadline`));
-          else reject(transportError(endpoint, e));
+    server: host,
+    async request(method, path, opts = {}) {
+      const endpoint = `${method} ${host}${path.split('?')[0]}`;
+      const deadline = AbortSignal.timeout(deadlineMs);
+      const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+      try {
+        const r = await kubeRequest(conn, method, path, {
+          body: opts.body,
+          ...(opts.contentType ? { contentType: opts.contentType } : {}),
+          signal,
         });
-        req.end(payload);
-      });
+        return { status: r.status, body: r.body };
+      } catch (e) {
+        if (deadline.aborted && !opts.signal?.aborted) throw new KubeApiError('deadline', `${endpoint}: no answer within the ${deadlineMs} ms deadline`);
+        throw transportError(endpoint, e);
+      }
     },
     close: () => {
-      if (conn.ownAgent) shared.destroy();
+      if (conn.ownAgent) conn.agent.destroy();
     },
   };
 }

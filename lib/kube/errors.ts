@@ -24,7 +24,7 @@ const SERVER_CERT_BAD = /^(UNABLE_TO_|SELF_SIGNED_CERT|DEPTH_ZERO_SELF_SIGNED_CE
 const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EADDRNOTAVAIL', 'UND_ERR_SOCKET']);
 
 function causeCode(err: unknown): string | undefined {
-  // node-fetch wraps the socket error and copies its code; follow `cause` too for other layers.
+  // An abort or a wrapping layer may carry the socket error as `cause`: follow it for the code.
   for (let e: unknown = err, i = 0; e && typeof e === 'object' && i < 4; e = (e as { cause?: unknown }).cause, i++) {
     const c = (e as { code?: unknown }).code;
     if (typeof c === 'string') return c;
@@ -33,9 +33,7 @@ function causeCode(err: unknown): string | undefined {
 }
 
 function lowLevelText(err: unknown): string {
-  const msg = errorMessage(err);
-  // node-fetch prefixes "request to <url> failed, reason: "; the url is already in our message.
-  return msg.replace(/^request to \S+ failed, reason: /, '').slice(0, 300);
+  return errorMessage(err).slice(0, 300);
 }
 
 /** Classifies a transport failure (no HTTP answer) for `endpoint`. */

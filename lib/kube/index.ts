@@ -6,13 +6,14 @@ export { KubeApiError, type KubeErrorCode } from './errors.ts';
 export { parseQuantity, parseCpuCores, parseMemoryBytes } from './quantity.ts';
 export type { CollectOptions, KubeNode, KubeNodeAddress, KubeNodeMetrics, KubeSnapshot } from './types.ts';
 
-// @kubernetes/client-node adds ~56 MB to the process, and the runner needs it only in a collect
-// pass or an upgrade, never to start or serve the API: it is loaded on first use.
+// The client is small now (lib/kube/http.ts over node:https, no generated library), but the
+// runner still needs it only in a collect pass or an upgrade, never to start or serve the API, so
+// it stays a chunk loaded on first use.
 let loading: Promise<typeof KubeCollect> | undefined;
 
 /**
- * Loads the client now. Loading blocks the event loop for a while (seconds on a small, busy box),
- * so callers do it before starting calls that run against deadlines or leases.
+ * Loads the client now. Callers do it before starting calls that run against deadlines or leases,
+ * so even a slow first load (a busy box, a cold disk) is not charged to a request's budget.
  */
 export function loadKubernetesClient(): Promise<typeof KubeCollect> {
   return (loading ??= import('./collect.ts'));

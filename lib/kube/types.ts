@@ -49,3 +49,38 @@ export interface CollectOptions {
   /** Aborts the collection early (reported as code 'deadline'). */
   signal?: AbortSignal;
 }
+
+// The API server's answers, reduced to the fields read here; everything is optional because a
+// server may omit any of it.
+
+export interface VersionInfo {
+  gitVersion?: string;
+  major?: string;
+  minor?: string;
+  platform?: string;
+}
+
+export interface APIGroupList {
+  groups?: Array<{ name?: string }>;
+}
+
+export interface NodeCondition {
+  type?: string;
+  status?: string;
+  lastTransitionTime?: string;
+}
+
+export interface NodeObject {
+  metadata?: { name?: string; labels?: Record<string, string> };
+  spec?: { unschedulable?: boolean };
+  status?: {
+    conditions?: NodeCondition[];
+    addresses?: Array<{ type?: string; address?: string }>;
+    capacity?: { cpu?: string; memory?: string };
+    nodeInfo?: { kubeletVersion?: string };
+  };
+}
+
+export interface NodeList {
+  items?: NodeObject[];
+}

@@ -12,7 +12,7 @@ export interface RunChannels {
   talos(address: string): Promise<TalosApiClient>;
   /** Drops the kept client: after a failed read, and before the node reboots (its channel would break). */
   forget(address: string): void;
-  /** The run's keep-alive agent for the Kubernetes API, unless the kubeconfig names a proxy. */
+  /** The run's keep-alive agent for the Kubernetes API. */
   kubeAgent(): Promise<Agent | undefined>;
   /** A writer on the shared agent; closing it leaves the agent open. */
   kubeWriter(deadlineMs: number): Promise<KubeWriter>;
@@ -44,12 +44,11 @@ export function runChannels(access: ClusterAccess): RunChannels {
     },
     forget,
     async kubeAgent() {
-      const k = await connection();
-      return k.proxied ? undefined : k.agent;
+      return (await connection()).agent;
     },
     async kubeWriter(deadlineMs) {
       const k = await connection();
-      return openKubeWriter(await access.kubeconfig(), deadlineMs, k.proxied ? undefined : k.agent);
+      return openKubeWriter(await access.kubeconfig(), deadlineMs, k.agent);
     },
     close() {
       for (const address of [...clients.keys()]) forget(address);
