@@ -11,7 +11,7 @@ const NODE_ONLY = {
       allowTypeImports: true,
     },
     {
-      regex: '^(execa|@grpc/|@kubernetes/client-node|@hono/node-server|croner|ajv$|ajv/dist/(2020|core)|ajv-formats$|@libsql/client(/node)?$|prom-client)',
+      regex: '^(execa|@grpc/|@hono/node-server|croner|ajv$|ajv/dist/(2020|core)|ajv-formats$|@libsql/client(/node)?$|prom-client)',
       message: 'Node-only package: portable code reaches it through an interface in its context, never by import.',
       allowTypeImports: true,
     },

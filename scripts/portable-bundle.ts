@@ -9,7 +9,7 @@ import { dirname, join, relative } from 'node:path';
 /** Built-ins workerd provides under `nodejs_compat`, the flag wrangler.toml sets. */
 export const WORKERD_NODE_BUILTINS = new Set(['crypto', 'events', 'buffer', 'async_hooks']);
 /** Packages that need Node (sockets, processes, native code) or generate code at run time. */
-const NODE_ONLY_PACKAGES = /^(@grpc\/|@kubernetes\/client-node|execa|@hono\/node-server|croner$|ajv$|ajv\/dist\/(2020|core|ajv)|ajv-formats$|@libsql\/client\/node|libsql$|prom-client)/;
+const NODE_ONLY_PACKAGES = /^(@grpc\/|execa|@hono\/node-server|croner$|ajv$|ajv\/dist\/(2020|core|ajv)|ajv-formats$|@libsql\/client\/node|libsql$|prom-client)/;
 
 export interface PortableReport {
   /** `module <- importer` for every Node-only import reached. */
