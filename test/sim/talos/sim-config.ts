@@ -35,9 +35,45 @@ function decodeB64Pem(v: unknown): string | undefined {
   return text;
 }
 
-/** Parses a multi-document Talos config like the decoder does: at most one v1alpha1 document. */
-export function parseSimConfig(data: Uint8Array): { v1alpha1: SimMachineConfig | undefined } {
-  const docs = parseAllDocuments(Buffer.from(data).toString('utf8'));
+interface ParsedConfig {
+  v1alpha1: SimMachineConfig | undefined;
+}
+
+const parsed = new Map<string, ParsedConfig | SimConfigError>();
+
+/**
+ * Parses a multi-document Talos config like the decoder does: at most one v1alpha1 document.
+ * A node sees the same bytes several times (dry run, apply, staged); the result is kept frozen
+ * for a handful of recent configs, so callers share it but cannot change it.
+ */
+export function parseSimConfig(data: Uint8Array): ParsedConfig {
+  const text = Buffer.from(data).toString('utf8');
+  let result = parsed.get(text);
+  if (result === undefined) {
+    try {
+      result = freeze(parseText(text));
+    } catch (err) {
+      if (!(err instanceof SimConfigError)) throw err;
+      result = err;
+    }
+    if (parsed.size >= 128) parsed.delete(parsed.keys().next().value!);
+    parsed.set(text, result);
+  }
+  if (result instanceof SimConfigError) throw new SimConfigError(result.message);
+  return result;
+}
+
+function freeze(p: ParsedConfig): ParsedConfig {
+  if (p.v1alpha1) {
+    Object.freeze(p.v1alpha1.certSANs);
+    Object.freeze(p.v1alpha1.images);
+    Object.freeze(p.v1alpha1);
+  }
+  return Object.freeze(p);
+}
+
+function parseText(text: string): ParsedConfig {
+  const docs = parseAllDocuments(text);
   if (!Array.isArray(docs)) throw new SimConfigError('failed to parse config: empty');
   let v1: Doc | undefined;
   let hostname: string | undefined;
