@@ -7,7 +7,7 @@ import type { SimRequest } from './collect-sims.ts';
 type Send = <T>(req: SimRequest) => Promise<T>;
 
 function startChild(): Send & { child: ChildProcess } {
-  const child = fork(fileURLToPath(new URL('./collect-sims.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const child = fork(fileURLToPath(new URL('./collect-sims.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx', ...(process.env.SIM_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SIM_CPU_PROF}`] : [])], stdio: 'inherit' });
   let nextId = 0;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   child.on('message', (m: { id: number; result?: unknown; error?: string }) => {
