@@ -157,8 +157,6 @@ export class SimTalosNode {
   private listener: net.Server | undefined;
   private tlsServer: tls.Server | undefined;
   private readonly apid = new ApidIdentity();
-  /** The configured-mode TLS server, kept while its certificate and client CA stay the same. */
-  private configuredTls: { pair: { certPem: string; keyPem: string }; caPem: string; server: tls.Server } | undefined;
   private readonly sockets = new Set<net.Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly parked = new Set<() => void>();
@@ -493,10 +491,8 @@ export class SimTalosNode {
       this.pendingVersion = undefined;
     }
     const { pair, caPem } = await this.apidCert(cfg);
-    if (this.configuredTls?.pair !== pair || this.configuredTls.caPem !== caPem) {
-      this.configuredTls = { pair, caPem, server: this.makeConfiguredTls(pair, caPem) };
-    }
-    this.tlsServer = this.configuredTls.server;
+    // A fresh TLS server per boot: no session state (tickets) outlives a reboot, as on a real node.
+    this.tlsServer = this.makeConfiguredTls(pair, caPem);
     this.setPhase('configured');
     this.configChanged(cfg);
   }
