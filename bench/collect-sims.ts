@@ -1,15 +1,21 @@
 /**
- * Child process of bench/collect.ts and bench/push.ts: hosts the simulated fleet (Talos nodes and Kubernetes API
+ * Child process of bench/collect.ts, bench/push.ts and bench/upgrade.ts: hosts the simulated fleet (Talos nodes and Kubernetes API
  * servers) so the collector's CPU and memory are measured apart from the sims', as they would
  * be against real machines. Driven over the IPC channel.
  */
-import { startKubeSim, type KubeSim } from '../test/sim/kube/server.ts';
+import { startKubeSim, type KubeSim, type SimNodeSpec, type SimPodSpec } from '../test/sim/kube/server.ts';
 import { startSimNode, type SimEtcdMember, type SimTalosNode } from '../test/sim/talos/index.ts';
 import { kubeSimCa } from '../test/support/collect-fleet-ca.ts';
 
 export type SimRequest =
   | { op: 'kube'; ca: { certPem: string; keyPem: string }; clusters: string[][] }
-  | { op: 'talos'; latencyMs: number; workerIssuer: { certPem: string; keyPem: string }; nodes: { config: string; etcdMembers?: SimEtcdMember[] }[] }
+  | { op: 'kube-cluster'; ca: { certPem: string; keyPem: string }; nodes: Record<string, SimNodeSpec>; pods: SimPodSpec[]; evictionLatencyMs: number }
+  | {
+      op: 'talos';
+      latencyMs: number;
+      workerIssuer: { certPem: string; keyPem: string };
+      nodes: { config: string; etcdMembers?: SimEtcdMember[]; etcdLeader?: string; version?: string; rebootMs?: number }[];
+    }
   | { op: 'maintenance'; count: number; latencyMs: number; rebootMs: number }
   | { op: 'blackhole'; indices: number[] }
   | { op: 'cpu' }
@@ -26,11 +32,30 @@ async function handle(req: SimRequest): Promise<unknown> {
       kubes.push(...started);
       return started.map((k) => k.url);
     }
+    case 'kube-cluster': {
+      const kube = await startKubeSim({ ca: await kubeSimCa(req.ca), nodes: req.nodes });
+      kube.setEvictionLatency(req.evictionLatencyMs);
+      for (const pod of req.pods) kube.setPod(pod);
+      kubes.push(kube);
+      return kube.url;
+    }
     case 'talos': {
       const started = await Promise.all(
-        req.nodes.map((n) => startSimNode({ initialConfig: n.config, workerIssuer: req.workerIssuer, ...(n.etcdMembers ? { etcdMembers: n.etcdMembers } : {}) })),
+        req.nodes.map((n) =>
+          startSimNode({
+            initialConfig: n.config,
+            workerIssuer: req.workerIssuer,
+            ...(n.etcdMembers ? { etcdMembers: n.etcdMembers } : {}),
+            ...(n.version ? { version: n.version } : {}),
+            ...(n.rebootMs !== undefined ? { rebootMs: n.rebootMs } : {}),
+          }),
+        ),
       );
-      for (const s of started) s.setLatency(req.latencyMs);
+      started.forEach((s, i) => {
+        s.setLatency(req.latencyMs);
+        const leader = req.nodes[i]?.etcdLeader;
+        if (leader !== undefined) s.setEtcdLeader(leader);
+      });
       sims.push(...started);
       return started.map((s) => s.address);
     }

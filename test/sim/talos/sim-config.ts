@@ -1,4 +1,4 @@
-import { parseAllDocuments } from 'yaml';
+import { CORE_SCHEMA, loadAll, YAMLException } from 'js-yaml';
 
 /** What the simulator needs out of a received machine config. */
 export interface SimMachineConfig {
@@ -35,15 +35,58 @@ function decodeB64Pem(v: unknown): string | undefined {
   return text;
 }
 
-/** Parses a multi-document Talos config like the decoder does: at most one v1alpha1 document. */
-export function parseSimConfig(data: Uint8Array): { v1alpha1: SimMachineConfig | undefined } {
-  const docs = parseAllDocuments(Buffer.from(data).toString('utf8'));
-  if (!Array.isArray(docs)) throw new SimConfigError('failed to parse config: empty');
+interface ParsedConfig {
+  v1alpha1: SimMachineConfig | undefined;
+}
+
+const parsed = new Map<string, ParsedConfig | SimConfigError>();
+
+/**
+ * Parses a multi-document Talos config like the decoder does: at most one v1alpha1 document.
+ * A node sees the same bytes several times (dry run, apply, staged); the result is kept frozen
+ * for a handful of recent configs, so callers share it but cannot change it.
+ */
+export function parseSimConfig(data: Uint8Array): ParsedConfig {
+  const text = Buffer.from(data).toString('utf8');
+  let result = parsed.get(text);
+  if (result === undefined) {
+    try {
+      result = freeze(parseText(text));
+    } catch (err) {
+      if (!(err instanceof SimConfigError)) throw err;
+      result = err;
+    }
+    if (parsed.size >= 128) parsed.delete(parsed.keys().next().value!);
+    parsed.set(text, result);
+  }
+  if (result instanceof SimConfigError) throw new SimConfigError(result.message);
+  return result;
+}
+
+function freeze(p: ParsedConfig): ParsedConfig {
+  if (p.v1alpha1) {
+    Object.freeze(p.v1alpha1.certSANs);
+    Object.freeze(p.v1alpha1.images);
+    Object.freeze(p.v1alpha1);
+  }
+  return Object.freeze(p);
+}
+
+function parseText(text: string): ParsedConfig {
+  let docs: unknown[];
+  try {
+    // js-yaml's core schema reads YAML 1.2 like the decoder (no timestamps, no merge keys) and is
+    // several times cheaper than a full document model, which a fleet of sims parses per push.
+    docs = loadAll(text, null, { schema: CORE_SCHEMA });
+  } catch (err) {
+    // The reason only: the message quotes the source, which may carry the config's secrets.
+    if (err instanceof YAMLException) throw new SimConfigError(`failed to parse config: ${err.reason}`);
+    throw err;
+  }
   let v1: Doc | undefined;
   let hostname: string | undefined;
   for (const d of docs) {
-    if (d.errors.length > 0) throw new SimConfigError(`failed to parse config: ${d.errors[0]?.message ?? 'yaml error'}`);
-    const o = asObj(d.toJS());
+    const o = asObj(d);
     if (!o) continue;
     const isV1 = o['version'] === 'v1alpha1' || 'machine' in o || 'cluster' in o;
     if (isV1) {

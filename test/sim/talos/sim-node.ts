@@ -10,7 +10,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { loadTalosServices } from '../../../lib/talos/api/proto-loader.ts';
-import { sharedMaintenanceCert, uniqueMaintenanceCert, mintApidCert, type MaintenanceCert } from './sim-certs.ts';
+import { ApidIdentity, sharedMaintenanceCert, uniqueMaintenanceCert, type MaintenanceCert } from './sim-certs.ts';
 import { parseSimConfig, SimConfigError, type SimMachineConfig } from './sim-config.ts';
 
 export type SimPhase = 'maintenance' | 'configured' | 'down' | 'stopped';
@@ -156,6 +156,7 @@ export class SimTalosNode {
   private readonly rebootMs: number;
   private listener: net.Server | undefined;
   private tlsServer: tls.Server | undefined;
+  private readonly apid = new ApidIdentity();
   private readonly sockets = new Set<net.Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly parked = new Set<() => void>();
@@ -489,13 +490,20 @@ export class SimTalosNode {
       this.version = this.pendingVersion;
       this.pendingVersion = undefined;
     }
+    const { pair, caPem } = await this.apidCert(cfg);
+    // A fresh TLS server per boot: no session state (tickets) outlives a reboot, as on a real node.
+    this.tlsServer = this.makeConfiguredTls(pair, caPem);
+    this.setPhase('configured');
+    this.configChanged(cfg);
+  }
+
+  /** The apid certificate this config gives the node (the hostname it names is the one the node will have). */
+  private async apidCert(cfg: SimMachineConfig): Promise<{ pair: { certPem: string; keyPem: string }; caPem: string }> {
     const issuer = cfg.caKeyPem ? { certPem: cfg.caCertPem ?? '', keyPem: cfg.caKeyPem } : this.opts.workerIssuer;
     if (!issuer) throw new SimConfigError('no issuer for the apid certificate');
     // Talos puts every node address in apid's certificate (overlay ones too); the listening host is this node's.
-    const pair = await mintApidCert(issuer.certPem, issuer.keyPem, this.hostname, [...cfg.certSANs, this.host]);
-    this.tlsServer = this.makeConfiguredTls(pair, cfg.caCertPem ?? issuer.certPem);
-    this.setPhase('configured');
-    this.configChanged(cfg);
+    const pair = await this.apid.cert(issuer.certPem, issuer.keyPem, cfg.hostname ? cfg.hostname : this.hostname, [...cfg.certSANs, this.host]);
+    return { pair, caPem: cfg.caCertPem ?? issuer.certPem };
   }
 
   private comeBackConfigured(): Promise<void> {
@@ -644,8 +652,9 @@ export class SimTalosNode {
         this.stagedConfig = data;
         return { mode, mode_details: 'Staged configuration to be applied after the next reboot' };
       }
-      // Fail at apply time, like a node that cannot use the CA, rather than after the reboot.
-      await mintApidCert(cfg.caKeyPem ? cfg.caCertPem ?? '' : this.opts.workerIssuer?.certPem ?? '', cfg.caKeyPem ?? this.opts.workerIssuer?.keyPem ?? '', 'probe', []);
+      // Fail at apply time, like a node that cannot use the CA, rather than after the reboot; the
+      // certificate is the one the node comes back with.
+      await this.apidCert(cfg);
       this.config = cfg;
       this.reboot('apply-configuration', () => this.comeBackConfigured());
       const chosen = v113 && mode === 'REBOOT' ? 'NO_REBOOT' : mode;

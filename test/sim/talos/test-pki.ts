@@ -74,10 +74,34 @@ export interface IssueOptions {
   dnsNames?: string[];
   ips?: string[];
   validMs?: number;
+  /** A key pair kept across issues (a node's identity); a fresh one when absent. */
+  keys?: ServingKeys;
+}
+
+export interface ServingKeys {
+  pair: CryptoKeyPair;
+  keyPem: string;
+}
+
+export async function generateServingKeys(): Promise<ServingKeys> {
+  const pair = await generateKeys();
+  return { pair, keyPem: await exportKeyPem(pair.privateKey) };
+}
+
+const authorityKeyIds = new WeakMap<x509.X509Certificate, Promise<x509.AuthorityKeyIdentifierExtension>>();
+
+/** The AKI hashes the CA's key; one per CA object keeps issuing a certificate cheap. */
+function authorityKeyId(cert: x509.X509Certificate): Promise<x509.AuthorityKeyIdentifierExtension> {
+  let aki = authorityKeyIds.get(cert);
+  if (!aki) {
+    aki = x509.AuthorityKeyIdentifierExtension.create(cert);
+    authorityKeyIds.set(cert, aki);
+  }
+  return aki;
 }
 
 export async function issueCert(ca: TestCa, opts: IssueOptions): Promise<TestKeyPair> {
-  const keys = await generateKeys();
+  const keys = opts.keys ?? (await generateServingKeys());
   const now = Date.now();
   const eku = opts.usage === 'client' ? [OID_CLIENT_AUTH] : opts.usage === 'server' ? [OID_SERVER_AUTH] : [OID_SERVER_AUTH, OID_CLIENT_AUTH];
   const sans: x509.JsonGeneralName[] = [
@@ -88,7 +112,7 @@ export async function issueCert(ca: TestCa, opts: IssueOptions): Promise<TestKey
     new x509.BasicConstraintsExtension(false, undefined, true),
     new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
     new x509.ExtendedKeyUsageExtension(eku),
-    await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
+    await authorityKeyId(ca.cert),
   ];
   if (sans.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(sans));
   const cert = await x509.X509CertificateGenerator.create({
@@ -97,12 +121,12 @@ export async function issueCert(ca: TestCa, opts: IssueOptions): Promise<TestKey
     issuer: ca.cert.subject,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(now + (opts.validMs ?? 365 * DAY_MS)),
-    publicKey: keys.publicKey,
+    publicKey: keys.pair.publicKey,
     signingKey: ca.privateKey,
     signingAlgorithm: ED25519,
     extensions,
   });
-  return { certPem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+  return { certPem: cert.toString('pem'), keyPem: keys.keyPem };
 }
 
 /** An admin client certificate as `talosctl gen config` issues it (roles in Subject O). */
