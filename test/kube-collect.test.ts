@@ -1,20 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeRejection } from './support/kube-errors.ts';
 import { collectKubernetes } from '../lib/kube/collect.ts';
-import { KubeApiError } from '../lib/kube/errors.ts';
 import { createTestCa, issueClientCert, type TestCa, type TestCert } from './sim/kube/certs.ts';
 import { kubeconfigFor } from './sim/kube/kubeconfig.ts';
 import { startKubeSim, type KubeSim } from './sim/kube/server.ts';
 
 const DEADLINE = 5_000;
 
-async function expectKubeError(p: Promise<unknown>): Promise<KubeApiError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(KubeApiError);
-  return err as KubeApiError;
-}
 
 describe('collectKubernetes against the simulated API server', () => {
   let ca: TestCa;
@@ -116,21 +108,21 @@ describe('collectKubernetes against the simulated API server', () => {
   it('a client certificate from another CA is unauthenticated', async () => {
     const other = await createTestCa('someone-else');
     const stranger = await issueClientCert(other);
-    const err = await expectKubeError(collectKubernetes(kubeconfigFor(sim, stranger), { deadlineMs: DEADLINE }));
+    const err = await kubeRejection(collectKubernetes(kubeconfigFor(sim, stranger), { deadlineMs: DEADLINE }));
     expect(err.code).toBe('unauthenticated');
     expect(err.message).toContain(sim.url);
   });
 
   it('no client certificate at all is unauthenticated', async () => {
     const yaml = kubeconfigFor(sim, null);
-    const err = await expectKubeError(collectKubernetes(yaml, { deadlineMs: DEADLINE }));
+    const err = await kubeRejection(collectKubernetes(yaml, { deadlineMs: DEADLINE }));
     expect(err.code).toBe('unauthenticated');
     expect(err.status).toBe(401);
   });
 
   it('a client outside system:masters is forbidden, naming the endpoint', async () => {
     const viewer = await issueClientCert(ca, { cn: 'viewer', org: 'viewers' });
-    const err = await expectKubeError(collectKubernetes(kubeconfigFor(sim, viewer), { deadlineMs: DEADLINE }));
+    const err = await kubeRejection(collectKubernetes(kubeconfigFor(sim, viewer), { deadlineMs: DEADLINE }));
     expect(err.code).toBe('forbidden');
     expect(err.status).toBe(403);
     expect(err.message).toContain('/api/v1/nodes');
@@ -139,13 +131,13 @@ describe('collectKubernetes against the simulated API server', () => {
   it('an untrusted server certificate is a TLS error', async () => {
     const other = await createTestCa('not-the-cluster');
     const yaml = kubeconfigFor({ url: sim.url, ca: other }, admin);
-    const err = await expectKubeError(collectKubernetes(yaml, { deadlineMs: DEADLINE }));
+    const err = await kubeRejection(collectKubernetes(yaml, { deadlineMs: DEADLINE }));
     expect(err.code).toBe('tls');
   });
 
   it('never puts key material in the error', async () => {
     const other = await createTestCa('not-the-cluster');
-    const err = await expectKubeError(collectKubernetes(kubeconfigFor({ url: sim.url, ca: other }, admin), { deadlineMs: DEADLINE }));
+    const err = await kubeRejection(collectKubernetes(kubeconfigFor({ url: sim.url, ca: other }, admin), { deadlineMs: DEADLINE }));
     const b64Key = Buffer.from(admin.keyPem).toString('base64');
     expect(err.message).not.toContain('PRIVATE KEY');
     expect(err.message).not.toContain(b64Key.slice(20, 60));
@@ -167,7 +159,7 @@ describe('collectKubernetes against the simulated API server', () => {
       const ac = new AbortController();
       const p = collectKubernetes(kubeconfigFor(sim, admin), { deadlineMs: 60_000, signal: ac.signal });
       setTimeout(() => ac.abort(), 50);
-      const err = await expectKubeError(p);
+      const err = await kubeRejection(p);
       expect(err.code).toBe('deadline');
       expect(err.message).toMatch(/aborted/);
     } finally {
@@ -196,7 +188,7 @@ describe('collectKubernetes against a black-holed server', () => {
 
   it('fails with code deadline instead of hanging', async () => {
     sim.blackhole(true);
-    const err = await expectKubeError(collectKubernetes(kubeconfigFor(sim, admin), { deadlineMs: 300 }));
+    const err = await kubeRejection(collectKubernetes(kubeconfigFor(sim, admin), { deadlineMs: 300 }));
     expect(err.code).toBe('deadline');
     expect(err.message).toContain(sim.url);
     sim.blackhole(false);
@@ -205,7 +197,7 @@ describe('collectKubernetes against a black-holed server', () => {
   it('a stopped server is unreachable', async () => {
     const yaml = kubeconfigFor(sim, admin);
     await sim.stop();
-    const err = await expectKubeError(collectKubernetes(yaml, { deadlineMs: DEADLINE }));
+    const err = await kubeRejection(collectKubernetes(yaml, { deadlineMs: DEADLINE }));
     expect(err.code).toBe('unreachable');
   });
 });

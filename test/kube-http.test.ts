@@ -3,9 +3,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeRejection } from './support/kube-errors.ts';
 import { collectKubernetes } from '../lib/kube/collect.ts';
 import { openKubeWriter, setUnschedulable } from '../lib/kube/drain.ts';
-import { KubeApiError } from '../lib/kube/errors.ts';
 import { readKubeconfig } from '../lib/kube/kubeconfig.ts';
 import { encodePem } from '../lib/talos/pem.ts';
 import { kubeNode } from '../runner/jobs/upgrade-kubernetes/kube.ts';
@@ -36,14 +36,6 @@ function config(cluster: Record<string, unknown>, user: Record<string, unknown>,
   });
 }
 
-async function rejection(p: Promise<unknown>): Promise<KubeApiError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(KubeApiError);
-  return err as KubeApiError;
-}
 
 describe('readKubeconfig', () => {
   it('follows the current context, strips credentials from the server and decodes inline material', () => {
@@ -117,7 +109,7 @@ describe('the client against the simulated API server', () => {
   it('checks the server certificate against tls-server-name', async () => {
     const ok = await collectKubernetes(withServerName('kubernetes'), { deadlineMs: 5_000 });
     expect(ok.nodes.map((n) => n.name)).toEqual(['n1']);
-    const err = await rejection(collectKubernetes(withServerName('not-the-apiserver.example'), { deadlineMs: 5_000 }));
+    const err = await kubeRejection(collectKubernetes(withServerName('not-the-apiserver.example'), { deadlineMs: 5_000 }));
     expect(err.code).toBe('tls');
   });
 
@@ -133,7 +125,7 @@ describe('the client against the simulated API server', () => {
 
       const ac = new AbortController();
       expect(await kubeNode(w, 'gone', ac.signal)).toBeUndefined();
-      const err = await rejection(setUnschedulable(w, 'gone', true));
+      const err = await kubeRejection(setUnschedulable(w, 'gone', true));
       expect(err.status).toBe(404);
       expect(err.message).toContain('/api/v1/nodes/gone');
     } finally {
@@ -145,7 +137,7 @@ describe('the client against the simulated API server', () => {
     const w = await openKubeWriter(kubeconfigFor(sim, admin), 300);
     sim.blackhole(true);
     try {
-      const err = await rejection(setUnschedulable(w, 'n1', true));
+      const err = await kubeRejection(setUnschedulable(w, 'n1', true));
       expect(err.code).toBe('deadline');
     } finally {
       sim.blackhole(false);
@@ -156,7 +148,7 @@ describe('the client against the simulated API server', () => {
   it('a writer without a client certificate is refused as unauthenticated', async () => {
     const w = await openKubeWriter(kubeconfigFor(sim, null), 5_000);
     try {
-      const err = await rejection(setUnschedulable(w, 'n1', true));
+      const err = await kubeRejection(setUnschedulable(w, 'n1', true));
       expect(err.code).toBe('unauthenticated');
     } finally {
       w.close();

@@ -6,7 +6,7 @@ import { mintStateCredential } from '../functions/state/credentials.ts';
 import { loadPeer } from '../lib/mesh/store.ts';
 import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
-import { createHarness, type Harness } from './support/harness.ts';
+import { createHarness, waitForRun, type Harness } from './support/harness.ts';
 import { listen } from './support/serve.ts';
 import { basic, stateClient } from './support/state.ts';
 
@@ -26,14 +26,6 @@ afterEach(async () => {
   await h.close();
 });
 
-async function waitFor(runId: string) {
-  for (let i = 0; i < 1200; i++) {
-    const run = await h.deps.jobs.get(runId);
-    if (run && ['succeeded', 'failed', 'canceled', 'interrupted'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${runId} did not end`);
-}
 
 it('user_data carries the mesh document; the apply records what the node dials; an endpoint change is a planned change', async () => {
   const t = await h.call('POST', '/v1/tenants', { body: { name: 'home' } });
@@ -43,7 +35,7 @@ it('user_data carries the mesh document; the apply records what the node dials; 
   expect((await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820' } })).status).toBe(200);
   expect((await loadPeer(h.deps.db, m.body.id))?.deliveredEndpoint).toBeNull();
 
-  const applied = await waitFor((await h.call('POST', `/v1/clusters/${clusterId}/provision`, { body: { mode: 'apply' } })).body.run.id);
+  const applied = await waitForRun(h, (await h.call('POST', `/v1/clusters/${clusterId}/provision`, { body: { mode: 'apply' } })).body.run.id);
   expect(applied.state, applied.error ?? '').toBe('succeeded');
   expect((await loadPeer(h.deps.db, m.body.id))?.deliveredEndpoint).toBe('203.0.113.7:51820');
 
@@ -57,13 +49,13 @@ it('user_data carries the mesh document; the apply records what the node dials; 
   expect(hashes).toEqual([createHash('sha256').update(config).digest('hex')]);
 
   // Rendering is deterministic: nothing to do until the endpoint moves.
-  const noop = await waitFor((await h.call('POST', `/v1/clusters/${clusterId}/provision`, { body: { mode: 'plan' } })).body.run.id);
+  const noop = await waitForRun(h, (await h.call('POST', `/v1/clusters/${clusterId}/provision`, { body: { mode: 'plan' } })).body.run.id);
   expect(noop.result).toMatchObject({ summary: { add: 0, change: 0, destroy: 0 } });
   // The node holds the old endpoint, so the change queues its re-push (nothing answers here: canceled).
   const put = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.9:51820' } });
   expect(put.body.repush).toMatchObject({ machines: 1 });
   expect((await h.call('POST', `/v1/runs/${put.body.repush.run}/cancel`)).status).toBeLessThan(300);
-  await waitFor(put.body.repush.run);
-  const moved = await waitFor((await h.call('POST', `/v1/clusters/${clusterId}/provision`, { body: { mode: 'plan' } })).body.run.id);
+  await waitForRun(h, put.body.repush.run);
+  const moved = await waitForRun(h, (await h.call('POST', `/v1/clusters/${clusterId}/provision`, { body: { mode: 'plan' } })).body.run.id);
   expect(moved.result).toMatchObject({ summary: { change: 1 } });
 }, 60_000);
