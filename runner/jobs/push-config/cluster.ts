@@ -10,8 +10,7 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { PushClusterParams } from '../../../functions/push-config/job.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { errorMessage } from '../../../lib/errors.ts';
-import { pushMachine, type PushConfigResult } from './executor.ts';
-import { clusterAccess } from '../cluster-access.ts';
+import { loadClusterPushShared, pushMachine, type PushConfigResult } from './executor.ts';
 import { bootstrapExecutor } from './bootstrap.ts';
 
 export type MachinePushOutcome = { machine: string; name: string } & ({ ok: true; result: PushConfigResult } | { ok: false; error: string });
@@ -45,7 +44,7 @@ export const pushClusterExecutor: JobExecutor<Deps, PushClusterParams> = async (
     data: { machines: [...names.values()], concurrency: p.concurrency },
   });
 
-  const access = await clusterAccess(deps, cluster);
+  const shared = await loadClusterPushShared(deps, cluster, rows);
   let bootstrapped: string | null = null;
   let bootstrapError: string | null = null;
   const limit = pLimit(p.concurrency);
@@ -57,7 +56,7 @@ export const pushClusterExecutor: JobExecutor<Deps, PushClusterParams> = async (
         const mctx = forMachine(ctx, m.id, name);
         try {
           const params = { machine: m.id, insecure: m.insecure, mode: 'auto' as const, dryRun: false, ...(m.certFingerprint ? { certFingerprint: m.certFingerprint } : {}) };
-          const result = await pushMachine(mctx, params, access);
+          const result = await pushMachine(mctx, params, shared);
           if (p.bootstrap === m.id) {
             try {
               await bootstrapExecutor(mctx, { machine: m.id });

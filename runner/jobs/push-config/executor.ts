@@ -9,8 +9,8 @@ import {
 } from '../../../lib/talos/api/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
-import { clusterAccess, dialOf, type ClusterAccess } from '../cluster-access.ts';
-import { meshDelivery } from '../../../lib/mesh/dial.ts';
+import { clusterAccess, talosDialer, type ClusterAccess, type TalosDialer } from '../cluster-access.ts';
+import { clusterMeshDeliveries, meshDelivery, type MeshDelivery } from '../../../lib/mesh/dial.ts';
 import { markDelivered } from '../../../lib/mesh/store.ts';
 import type { ConfigDocument } from '../../../lib/talos/patch.ts';
 import { renderOrReject } from '../../../functions/machine-config/render.ts';
@@ -92,20 +92,41 @@ async function step<T>(ctx: Ctx, name: string, channel: Channel, deadlineMs: num
 export const pushConfigExecutor: JobExecutor<Deps, PushConfigParams> = (ctx, p) => pushMachine(ctx, p);
 
 /** One machine's push; a cluster push passes the cluster's access so credentials are minted once for all. */
-export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: ClusterAccess): Promise<PushConfigResult> {
+/**
+ * What a cluster push reads once for all its machines: the rows (as the run found them), the
+ * cluster's credentials, dial addresses and mesh documents. A single push reads them itself.
+ */
+export interface ClusterPushShared {
+  cluster: ClusterRow;
+  machines: ReadonlyMap<string, MachineRow>;
+  access: ClusterAccess;
+  dial: TalosDialer;
+  mesh: ReadonlyMap<string, MeshDelivery>;
+}
+
+export async function loadClusterPushShared(deps: Deps, cluster: ClusterRow, rows: ReadonlyMap<string, MachineRow>): Promise<ClusterPushShared> {
+  const [access, dial, mesh] = await Promise.all([clusterAccess(deps, cluster), talosDialer(deps, cluster.id), clusterMeshDeliveries(deps, cluster.id)]);
+  return { cluster, machines: rows, access, dial, mesh };
+}
+
+const NO_MESH: MeshDelivery = { documents: [], endpoint: null };
+
+export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: ClusterPushShared): Promise<PushConfigResult> {
   const { run, deps, emit, signal } = ctx;
   const t = pushTimings(deps);
-  const { cluster, machine } = await loadTargets(deps, run.clusterId!, p.machine);
+  const known = shared?.machines.get(p.machine);
+  const { cluster, machine } = shared && known ? { cluster: shared.cluster, machine: known } : await loadTargets(deps, run.clusterId!, p.machine);
   // Re-checked here: the machine may have changed between enqueue and run.
   if (machine.provider !== 'metal') throw new RunError(`${machine.name} is a ${machine.provider} machine; only metal machines are pushed`);
-  const address = await dialOf(deps, machine);
+  const dial = shared?.dial ?? (await talosDialer(deps, cluster.id));
+  const address = dial(machine);
   if (!address) throw new RunError(`${machine.name} has no address to reach its Talos API`);
   const channel: Channel = mayBeInMaintenance(machine) ? 'maintenance' : 'mtls';
   if (channel === 'mtls' && p.insecure) throw new RunError(`${machine.name} is ${machine.state}; it is only pushed over mTLS, never insecure`);
   if (channel === 'maintenance' && !p.insecure) throw new RunError(`${machine.name} has no config yet; pushing in maintenance mode needs insecure: true`);
 
-  const access = shared ?? (await clusterAccess(deps, cluster));
-  const mesh = await meshDelivery(deps, machine.id);
+  const access = shared?.access ?? (await clusterAccess(deps, cluster));
+  const mesh = shared ? (shared.mesh.get(machine.id) ?? NO_MESH) : await meshDelivery(deps, machine.id);
   const data = render(cluster, machine, access, mesh.documents);
   await emit({
     type: 'push.render',
