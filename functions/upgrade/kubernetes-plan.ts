@@ -18,10 +18,6 @@ const IMAGE_PATH: Record<K8sComponent, readonly [string, string, string]> = {
   kubelet: ['machine', 'kubelet', 'image'],
 };
 
-export function imagePathOf(component: K8sComponent): string {
-  return IMAGE_PATH[component].join('.');
-}
-
 function parseDocuments(yaml: string): ConfigDocument[] {
   return parseAllDocuments(yaml).map((d) => {
     if (d.errors.length) throw new Error(`rendered config does not parse: ${d.errors[0]!.message}`);
@@ -71,10 +67,3 @@ export function stepConfig(oldYaml: string, newYaml: string, upTo: K8sComponent)
   return stringifyDocuments(docs);
 }
 
-/** `registry.k8s.io/kube-apiserver:v1.37.0` → `v1.37.0`; a digest is ignored. */
-export function imageTag(image: string): string | undefined {
-  const noDigest = image.split('@')[0]!;
-  const slash = noDigest.lastIndexOf('/');
-  const colon = noDigest.lastIndexOf(':');
-  return colon > slash ? noDigest.slice(colon + 1) : undefined;
-}
