@@ -14,8 +14,8 @@
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { readNode } from '../runner/jobs/collect/talos-read.ts';
 import { clusterAccess } from '../runner/jobs/cluster-access.ts';
-import { createHarness, type Harness } from '../test/support/harness.ts';
-import { startSimFleet } from './sim-fleet.ts';
+import { createHarness } from '../test/support/harness.ts';
+import { seedSimulatedFleet, startSimFleet } from './sim-fleet.ts';
 import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
@@ -30,42 +30,12 @@ const perCluster = Math.ceil(NODES / CLUSTERS);
 
 const sims = startSimFleet();
 
-async function must(h: Harness, method: string, path: string, body?: unknown) {
-  const res = await h.call(method, path, body === undefined ? {} : { body });
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 const tSetup = performance.now();
 const h = await createHarness();
 h.deps.settings.collectConcurrency = CONCURRENCY;
 h.deps.settings.collectDeadlineMs = DEADLINE_MS;
-const secrets = await h.deps.newClusterSecrets();
-const tenant = await must(h, 'POST', '/v1/tenants', { name: 'bench' });
 const names = Array.from({ length: perCluster }, (_, i) => (i < 3 ? `cp${i + 1}` : `w${i - 2}`));
-const urls = await sims<string[]>({ op: 'kube', ca: secrets.certs.k8s, clusters: Array.from({ length: CLUSTERS }, () => names) });
-
-const machines: { clusterId: string; id: string; config: string; role: string; name: string }[] = [];
-const clusterIds: string[] = [];
-for (let ci = 0; ci < CLUSTERS; ci++) {
-  const cluster = await must(h, 'POST', '/v1/clusters', { tenant: tenant.id, name: `c${ci}`, talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: urls[ci] });
-  clusterIds.push(cluster.id);
-  for (const name of names) {
-    const role = name.startsWith('cp') ? 'controlplane' : 'worker';
-    const m = await must(h, 'POST', `/v1/clusters/${cluster.id}/machines`, { name, role, provider: 'metal' });
-    const config = (await must(h, 'GET', `/v1/clusters/${cluster.id}/machines/${m.id}/config`)) as string;
-    machines.push({ clusterId: cluster.id, id: m.id, config, role, name });
-  }
-}
-const etcdMembers = names.slice(0, 3).map((n, i) => ({ id: String(1000 + i), hostname: n }));
-const addresses = await sims<string[]>({
-  op: 'talos',
-  latencyMs: LATENCY_MS,
-  workerIssuer: secrets.certs.os,
-  nodes: machines.map((m) => ({ config: m.config, ...(m.role === 'controlplane' ? { etcdMembers } : {}) })),
-});
-for (const [i, m] of machines.entries()) await must(h, 'PATCH', `/v1/clusters/${m.clusterId}/machines/${m.id}`, { address: addresses[i] });
-await h.deps.database.client.execute("UPDATE machines SET state = 'configured'");
+const { clusterIds, machines, addresses, kubeUrls: urls } = await seedSimulatedFleet(h, sims, { clusters: CLUSTERS, names, latencyMs: LATENCY_MS });
 console.log(`setup: ${addresses.length} Talos sims, ${urls.length} Kubernetes sims (child process) in ${((performance.now() - tSetup) / 1000).toFixed(1)} s`);
 
 // Floor: one healthy control plane read end to end on a fresh connection, plus one deadline.

@@ -14,8 +14,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createHarness, type Harness } from '../test/support/harness.ts';
-import { startSimFleet } from './sim-fleet.ts';
+import { createHarness } from '../test/support/harness.ts';
+import { seedSimulatedFleet, startSimFleet } from './sim-fleet.ts';
 
 const STARTS = Number(process.argv[2] ?? 5);
 const CLUSTERS = 3;
@@ -91,38 +91,11 @@ async function stop(child: ResultPromise) {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function must(h: Harness, method: string, path: string, body?: unknown) {
-  const res = await h.call(method, path, body === undefined ? {} : { body });
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 // The fleet is seeded in the runner's own database file before it starts (its secrets are
 // needed to run sims its clients trust), then the harness lets go of the file.
 const sims = startSimFleet();
 const h = await createHarness();
-const secrets = await h.deps.newClusterSecrets();
-const tenant = await must(h, 'POST', '/v1/tenants', { name: 'bench' });
-const kubeUrls = await sims<string[]>({ op: 'kube', ca: secrets.certs.k8s, clusters: Array.from({ length: CLUSTERS }, () => NAMES) });
-const machines: { clusterId: string; id: string; config: string; role: string }[] = [];
-for (let ci = 0; ci < CLUSTERS; ci++) {
-  const cluster = await must(h, 'POST', '/v1/clusters', { tenant: tenant.id, name: `c${ci}`, talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: kubeUrls[ci] });
-  for (const name of NAMES) {
-    const role = name.startsWith('cp') ? 'controlplane' : 'worker';
-    const m = await must(h, 'POST', `/v1/clusters/${cluster.id}/machines`, { name, role, provider: 'metal' });
-    const config = (await must(h, 'GET', `/v1/clusters/${cluster.id}/machines/${m.id}/config`)) as string;
-    machines.push({ clusterId: cluster.id, id: m.id, config, role });
-  }
-}
-const etcdMembers = NAMES.slice(0, 3).map((n, i) => ({ id: String(1000 + i), hostname: n }));
-const addresses = await sims<string[]>({
-  op: 'talos',
-  latencyMs: LATENCY_MS,
-  workerIssuer: secrets.certs.os,
-  nodes: machines.map((m) => ({ config: m.config, ...(m.role === 'controlplane' ? { etcdMembers } : {}) })),
-});
-for (const [i, m] of machines.entries()) await must(h, 'PATCH', `/v1/clusters/${m.clusterId}/machines/${m.id}`, { address: addresses[i] });
-await h.deps.database.client.execute("UPDATE machines SET state = 'configured'");
+const { machines } = await seedSimulatedFleet(h, sims, { clusters: CLUSTERS, names: NAMES, latencyMs: LATENCY_MS });
 h.deps.database.close();
 
 const runnerEnv = {

@@ -3,6 +3,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { SimRequest } from './collect-sims.ts';
+import type { Harness } from '../test/support/harness.ts';
 
 type Send = <T>(req: SimRequest) => Promise<T>;
 
@@ -89,4 +90,57 @@ export function startSimFleet(opts: { processes?: number } = {}): Send {
         return true;
     }
   }) as Send;
+}
+
+/** A harness API call that must succeed; its body. */
+export async function must(h: Harness, method: string, path: string, body?: unknown) {
+  const res = await h.call(method, path, body === undefined ? {} : { body });
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+export interface SeededMachine {
+  clusterId: string;
+  id: string;
+  name: string;
+  role: string;
+  config: string;
+}
+
+/**
+ * A configured fleet in the harness's database: `clusters` clusters named c0…, each with the
+ * machines `names` (cp* are control planes) and one Kubernetes sim, and one Talos sim per machine
+ * running its generated config, answering every call after `latencyMs`. Machines are recorded at
+ * their sim's address and marked configured, as a collect pass expects them.
+ */
+export async function seedSimulatedFleet(
+  h: Harness,
+  sims: Send,
+  opts: { clusters: number; names: readonly string[]; latencyMs: number },
+): Promise<{ clusterIds: string[]; machines: SeededMachine[]; addresses: string[]; kubeUrls: string[] }> {
+  const secrets = await h.deps.newClusterSecrets();
+  const tenant = await must(h, 'POST', '/v1/tenants', { name: 'bench' });
+  const kubeUrls = await sims<string[]>({ op: 'kube', ca: secrets.certs.k8s, clusters: Array.from({ length: opts.clusters }, () => [...opts.names]) });
+  const clusterIds: string[] = [];
+  const machines: SeededMachine[] = [];
+  for (let ci = 0; ci < opts.clusters; ci++) {
+    const cluster = await must(h, 'POST', '/v1/clusters', { tenant: tenant.id, name: `c${ci}`, talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: kubeUrls[ci] });
+    clusterIds.push(cluster.id);
+    for (const name of opts.names) {
+      const role = name.startsWith('cp') ? 'controlplane' : 'worker';
+      const m = await must(h, 'POST', `/v1/clusters/${cluster.id}/machines`, { name, role, provider: 'metal' });
+      const config = (await must(h, 'GET', `/v1/clusters/${cluster.id}/machines/${m.id}/config`)) as string;
+      machines.push({ clusterId: cluster.id, id: m.id, name, role, config });
+    }
+  }
+  const etcdMembers = opts.names.slice(0, 3).map((n, i) => ({ id: String(1000 + i), hostname: n }));
+  const addresses = await sims<string[]>({
+    op: 'talos',
+    latencyMs: opts.latencyMs,
+    workerIssuer: secrets.certs.os,
+    nodes: machines.map((m) => ({ config: m.config, ...(m.role === 'controlplane' ? { etcdMembers } : {}) })),
+  });
+  for (const [i, m] of machines.entries()) await must(h, 'PATCH', `/v1/clusters/${m.clusterId}/machines/${m.id}`, { address: addresses[i] });
+  await h.deps.database.client.execute("UPDATE machines SET state = 'configured'");
+  return { clusterIds, machines, addresses, kubeUrls };
 }
