@@ -17,9 +17,7 @@ const onOverlay = (peer: Pick<PeerRow, 'deliveredEndpoint'>) => peer.deliveredEn
 /** The overlay IPv4 of a mesh node, or `direct` (the caller's v1 address, e.g. talosAddressOf(m)). */
 export async function dialAddress(db: Db, machineId: string, direct: string | null): Promise<string | null> {
   const peer = await loadPeer(db, machineId);
-  if (!peer || !onOverlay(peer) || !(await loadClusterMesh(db, peer.clusterId))) return direct;
-  const hub = await loadHub(db);
-  return hub ? peerAddresses(hub, peer).ipv4 : direct;
+  return peer ? (await meshDialer(db, peer.clusterId)).address(machineId, direct) : direct;
 }
 
 export interface MeshDialer {
