@@ -1,6 +1,7 @@
 // The mesh wired into the product: configs carry the WireguardConfig, Talos calls go to the
 // overlay address once the node holds it, an endpoint change re-pushes affected nodes over the
 // mesh, and the STUN check (against real coturn on loopback) moves `stun` clusters.
+import { talosDialer } from '../functions/machine-config/access.ts';
 import { randomInt } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +11,6 @@ import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { loadConfig } from '../runner/config.ts';
 import { addonOptionsToEnv } from '../runner/addon-options.ts';
-import { talosDialer } from '../runner/jobs/cluster-access.ts';
 import { loadPeer, markDelivered, setClusterMesh } from '../lib/mesh/store.ts';
 import { stunAdvice } from '../lib/mesh/stun-state.ts';
 import { validateConfigDocuments } from '../lib/talos/schema.ts';

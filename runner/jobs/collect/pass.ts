@@ -7,9 +7,8 @@ import { collectKubernetes, KubeApiError, loadKubernetesClient, type KubeSnapsho
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
-import { talosAddressOf } from '../../../functions/machine-config/access.ts';
+import { talosAddressOf, talosDialer } from '../../../functions/machine-config/access.ts';
 import { collectAccessCache, type CollectAccess } from './access-cache.ts';
-import { talosDialer } from '../cluster-access.ts';
 import { assessCluster, isFailed } from './assess.ts';
 import { createLimiter, type Limiter } from './limit.ts';
 import { applyRetention, type RetentionResult } from './retention.ts';

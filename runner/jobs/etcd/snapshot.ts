@@ -1,6 +1,7 @@
 // etcd snapshots: streamed from the first control plane whose etcd member reports no errors,
 // sealed, stored, and pruned to the newest `keep`. Restore uploads one to a control plane that
 // has not started etcd yet and bootstraps it from it, as `talosctl bootstrap --recover-from` does.
+import { dialOf, talosDialer } from '../../../functions/machine-config/access.ts';
 import { createHash } from 'node:crypto';
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { clusters, etcdSnapshots, machines } from '../../../db/schema/index.ts';
@@ -10,7 +11,7 @@ import { DEFAULT_SNAPSHOT_KEEP, etcdSnapshotJob, snapshotSealContext, type EtcdR
 import { enqueueClusterRun } from '../../../functions/runs/enqueue.ts';
 import { newId } from '../../../lib/ids.ts';
 import { errorMessage } from '../../../lib/errors.ts';
-import { clusterAccess, dialOf, talosDialer } from '../cluster-access.ts';
+import { clusterAccess } from '../cluster-access.ts';
 import { pushTimings } from '../push-config/timings.ts';
 
 /** Upstream's gRPC message limit bounds one chunk, not the snapshot; this bounds what a run holds in memory. */

@@ -3,6 +3,7 @@
 // its full generated config in no-reboot mode: a WireguardConfig change is applied live, and an
 // automatic run must never reboot a node. A node that needs a reboot for other pending changes
 // fails here, named, and is left to an explicit push.
+import { talosDialer } from '../../../functions/machine-config/access.ts';
 import pLimit from 'p-limit';
 import { setMaxListeners } from 'node:events';
 import { eq } from 'drizzle-orm';
@@ -14,7 +15,7 @@ import { renderOrReject } from '../../../functions/machine-config/render.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { meshDelivery } from '../../../lib/mesh/dial.ts';
 import { affectedMachines, markDelivered } from '../../../lib/mesh/store.ts';
-import { clusterAccess, talosDialer } from '../cluster-access.ts';
+import { clusterAccess } from '../cluster-access.ts';
 import { waitForMtls } from '../push-config/node-wait.ts';
 import { pushTimings } from '../push-config/timings.ts';
 

@@ -1,10 +1,11 @@
+import { dialOf } from '../../../functions/machine-config/access.ts';
 import { and, eq, isNull } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { BootstrapParams } from '../../../functions/push-config/job.ts';
 import { isTalosApiError } from '../../../lib/talos/api/index.ts';
 import type { Deps } from '../../../functions/context.ts';
-import { clusterAccess, dialOf } from '../cluster-access.ts';
+import { clusterAccess } from '../cluster-access.ts';
 import { talosFailure } from './failures.ts';
 import { readyForBootstrap } from '../../../functions/push-config/machine-state.ts';
 import { pause, pushTimings } from './timings.ts';

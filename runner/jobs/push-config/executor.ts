@@ -1,3 +1,4 @@
+import { talosDialer, type TalosDialer } from '../../../functions/machine-config/access.ts';
 import { createHash } from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
@@ -9,7 +10,7 @@ import {
 } from '../../../lib/talos/api/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
-import { clusterAccess, talosDialer, type ClusterAccess, type TalosDialer } from '../cluster-access.ts';
+import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { clusterMeshDeliveries, meshDelivery, type MeshDelivery } from '../../../lib/mesh/dial.ts';
 import { markDelivered } from '../../../lib/mesh/store.ts';
 import type { ConfigDocument } from '../../../lib/talos/patch.ts';

@@ -4,6 +4,7 @@
 // node's kubelet, every step a no-reboot config apply followed by a wait until Kubernetes shows
 // the component on the new version and ready. The first step that fails stops the run; a new run
 // skips every step Kubernetes already shows done.
+import { talosDialer } from '../../../functions/machine-config/access.ts';
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { DomainError, errorMessage } from '../../../lib/errors.ts';
@@ -17,7 +18,7 @@ import { clusterMeshDeliveries, type MeshDelivery } from '../../../lib/mesh/dial
 import type { ConfigDocument } from '../../../lib/talos/patch.ts';
 import type { UpgradeKubernetesParams } from '../../../functions/upgrade/kubernetes-job.ts';
 import { K8S_COMPONENTS } from '../../../functions/upgrade/kubernetes-plan.ts';
-import { clusterAccess, talosDialer, type ClusterAccess } from '../cluster-access.ts';
+import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { upgradeTimings } from '../upgrade/timings.ts';
 import { prePull, pullsFor } from './prepull.ts';
 import { pendingReason, planSteps, runStep, stepLabel, type Step, type StepContext, type Target } from './steps.ts';

@@ -1,8 +1,9 @@
+import { talosDialer } from '../../../functions/machine-config/access.ts';
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { Deps } from '../../../functions/context.ts';
-import { clusterAccess, talosDialer, type ClusterAccess } from '../cluster-access.ts';
+import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { clusterProblems, readHealth, type GateMachine } from './health.ts';
 import { readNodeState, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
 import { sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
