@@ -25,34 +25,30 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
   const { db, clock, bus } = deps;
 
   /**
-   * Appends an event unless the run already ended: the state check is part of the INSERT, so a
-   * worker that lost its lease (paused, partitioned) cannot add anything after the terminal
-   * event. `terminal` is only for the transition's own closing event. Answers undefined when
-   * the event was refused.
+   * INSERT … SELECT of a run's events, numbered after the existing ones in order. The state check
+   * is part of the statement, so a worker that lost its lease (paused, partitioned) cannot add
+   * anything after the terminal event: a closed run stores none of them. `terminal` is only for
+   * the transition's own closing event. `at` is when an event happened, if it was queued before
+   * being written.
    */
-  /** INSERT … SELECT from the run's own row: a closed run yields no row and nothing is inserted. */
-  function insertEvent(runId: string, e: RunEventInput, at: number, terminal: boolean) {
+  function insertEvents(runId: string, events: readonly (RunEventInput & { at?: number })[], terminal: boolean) {
+    const now = clock.now();
     const open = terminal ? eq(runs.id, runId) : and(eq(runs.id, runId), inArray(runs.state, ACTIVE));
-    return db
-      .insert(runEvents)
-      .select(
-        db
-          .select({
-            runId: sql<string>`${runId}`.as('run_id'),
-            seq: sql<number>`(SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run_id = ${runId})`.as('seq'),
-            at: sql<number>`${at}`.as('at'),
-            level: sql<string>`${e.level ?? 'info'}`.as('level'),
-            type: sql<string>`${e.type}`.as('type'),
-            message: sql<string>`${e.message}`.as('message'),
-            data: sql<string | null>`${e.data ? JSON.stringify(e.data) : null}`.as('data'),
-          })
-          .from(runs)
-          .where(open),
-      )
-      .returning();
+    const values = sql.join(
+      events.map((e, i) => sql`(${i + 1}, ${e.at ?? now}, ${e.level ?? 'info'}, ${e.type}, ${e.message}, ${e.data ? JSON.stringify(e.data) : null})`),
+      sql`, `,
+    );
+    // Two writers may take the same next seq: the second retries with the new max.
+    return retryingSeq(() =>
+      db.all<{ seq: number; at: number; level: RunEvent['level']; type: string; message: string; data: string | null }>(sql`
+        INSERT INTO run_events (run_id, seq, at, level, type, message, data)
+        SELECT ${runId}, (SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ${runId}) + v.column1, v.column2, v.column3, v.column4, v.column5, v.column6
+        FROM (VALUES ${values}) AS v
+        WHERE EXISTS (SELECT 1 FROM runs WHERE ${open})
+        RETURNING seq, at, level, type, message, data`),
+    );
   }
 
-  /** Two writers took the same next seq: the second retries with the new max. */
   async function retryingSeq<T>(write: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -64,42 +60,22 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
     }
   }
 
-  /**
-   * Appends an event unless the run already ended: the state check is part of the INSERT, so a
-   * worker that lost its lease (paused, partitioned) cannot add anything after the terminal
-   * event. `terminal` is only for the transition's own closing event. Answers undefined when
-   * the event was refused.
-   */
+  /** Appends one event unless the run already ended (see insertEvents). Answers undefined when it was refused. */
   async function appendEvent(runId: string, e: RunEventInput, opts: { terminal?: boolean } = {}): Promise<RunEvent | undefined> {
-    const at = clock.now();
-    const [row] = await retryingSeq(() => insertEvent(runId, e, at, !!opts.terminal));
+    const [row] = await insertEvents(runId, [e], !!opts.terminal);
     if (!row) return undefined;
     bus.publish(runId);
-    return row as RunEvent;
+    return { runId, ...row, seq: Number(row.seq), at: Number(row.at), data: row.data === null ? null : (JSON.parse(row.data) as Record<string, unknown>) };
   }
 
   /**
    * appendEvent for several events of one run in a single statement: one commit (one WAL sync)
-   * for a burst instead of one per event. The same fence applies: the state check is part of the
-   * statement, so either all are stored, numbered after the existing ones in order, or none once
-   * the run has ended. `at` is when an event happened, if it was queued before being written.
+   * for a burst instead of one per event; all are stored or, once the run has ended, none.
    * Answers whether they were stored.
    */
   async function appendEvents(runId: string, events: (RunEventInput & { at?: number })[]): Promise<boolean> {
     if (events.length === 0) return true;
-    const now = clock.now();
-    const values = sql.join(
-      events.map((e, i) => sql`(${i + 1}, ${e.at ?? now}, ${e.level ?? 'info'}, ${e.type}, ${e.message}, ${e.data ? JSON.stringify(e.data) : null})`),
-      sql`, `,
-    );
-    const result = await retryingSeq(() =>
-      db.run(sql`
-        INSERT INTO run_events (run_id, seq, at, level, type, message, data)
-        SELECT ${runId}, (SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = ${runId}) + v.column1, v.column2, v.column3, v.column4, v.column5, v.column6
-        FROM (VALUES ${values}) AS v
-        WHERE EXISTS (SELECT 1 FROM runs WHERE ${and(eq(runs.id, runId), inArray(runs.state, ACTIVE))})`),
-    );
-    const stored = result.rowsAffected > 0;
+    const stored = (await insertEvents(runId, events, false)).length > 0;
     if (stored) bus.publish(runId);
     return stored;
   }
