@@ -1,18 +1,13 @@
-import { execa, type ResultPromise } from 'execa';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execa } from 'execa';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+
+import { cleanUpAfterEach } from './support/runner-process.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-let children: ResultPromise[] = [];
-let dirs: string[] = [];
-afterEach(async () => {
-  for (const c of children) c.kill('SIGKILL');
-  children = [];
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-  dirs = [];
-});
+const { children, dirs } = cleanUpAfterEach();
 
 /** Child pids of a process (Linux: /proc/<pid>/task/<tid>/children). */
 async function childPids(pid: number): Promise<string[]> {

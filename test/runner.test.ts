@@ -1,21 +1,14 @@
-import { execa, type ResultPromise } from 'execa';
-import { MAIN, startRunner } from './support/runner-process.ts';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { execa } from 'execa';
+import { cleanUpAfterEach, MAIN, startRunner } from './support/runner-process.ts';
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../runner/config.ts';
 import { startCron } from '../runner/cron.ts';
 import { createLogger } from '../lib/log.ts';
 
-let children: ResultPromise[] = [];
-let dirs: string[] = [];
-afterEach(async () => {
-  for (const c of children) c.kill('SIGKILL');
-  children = [];
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-  dirs = [];
-});
+const { children, dirs } = cleanUpAfterEach();
 
 describe('runner process', () => {
   it('first start mints the admin token once, 0600, and shuts down cleanly on SIGTERM', async () => {

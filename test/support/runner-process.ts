@@ -1,5 +1,7 @@
-import { execa } from 'execa';
+import { execa, type ResultPromise } from 'execa';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { afterEach } from 'vitest';
 
 /** The built runner (test/support/build-dist.ts builds it before the suites run), started with plain node. */
 export const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'runner', 'main.js');
@@ -24,4 +26,17 @@ export async function startRunner(env: Record<string, string>) {
     child.catch(reject);
   });
   return { child, url, output: () => out };
+}
+
+/**
+ * The processes and directories tests register are killed and removed after each test, also when
+ * an assertion failed, so no runner outlives its test.
+ */
+export function cleanUpAfterEach(): { children: ResultPromise[]; dirs: string[] } {
+  const tracked = { children: [] as ResultPromise[], dirs: [] as string[] };
+  afterEach(async () => {
+    for (const c of tracked.children.splice(0)) c.kill('SIGKILL');
+    for (const d of tracked.dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  });
+  return tracked;
 }
