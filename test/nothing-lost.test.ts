@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startRunner } from './support/runner-process.ts';
+import { startRunner, until } from './support/runner-process.ts';
 
 const TOKEN = 'nothing-lost-admin-token-0123456789abcdef';
 let dataDir: string | undefined;
@@ -38,15 +38,6 @@ async function api(url: string, method: string, path: string, body?: unknown): P
   return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, what: string, ms = 45_000): Promise<T> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -74,14 +65,16 @@ async function localCluster(url: string, delay: number) {
   return { tenantId: t.body.id as string, clusterId: c.body.id as string };
 }
 
+/** How long a wait on the runner may take before the test fails naming it. */
+const UNTIL_MS = 45_000;
 const events = async (url: string, runId: string) => (await api(url, 'GET', `/v1/runs/${runId}/events`)).body.events as { type: string; seq: number }[];
 const applyStarted = (url: string, runId: string) =>
-  until(async () => ((await events(url, runId)).some((e) => e.type === 'tofu.apply_start') ? true : undefined), 'tofu apply_start');
+  until(async () => ((await events(url, runId)).some((e) => e.type === 'tofu.apply_start') ? true : undefined), 'tofu apply_start', UNTIL_MS);
 const ended = (url: string, runId: string) =>
   until(async () => {
     const r = await api(url, 'GET', `/v1/runs/${runId}`);
     return ['queued', 'running'].includes(r.body.state) ? undefined : r.body;
-  }, `run ${runId} to end`);
+  }, `run ${runId} to end`, UNTIL_MS);
 
 /** The managed resource instances of a stored state (admin tokens may read it). */
 async function stateResources(url: string, tenantId: string, clusterId: string, version?: number) {

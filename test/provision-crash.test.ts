@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startRunner } from './support/runner-process.ts';
+import { startRunner, until } from './support/runner-process.ts';
 
 const TOKEN = 'crash-test-admin-token-0123456789';
 // Two runner start-ups (up to 20 s each), three waits of up to UNTIL_MS and a tofu plan: on a
@@ -34,15 +34,6 @@ async function api(url: string, method: string, path: string, body?: unknown) {
   return { status: res.status, body: await res.json() };
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, what: string, ms = UNTIL_MS): Promise<T> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('runner crash mid-apply', () => {
   it('marks the run interrupted after restart, frees the lock, and a later apply works', async () => {
@@ -63,7 +54,7 @@ describe('runner crash mid-apply', () => {
     await until(async () => {
       const ev = await api(first.url, 'GET', `/v1/runs/${run.id}/events`);
       return ev.body.events.some((e: { type: string }) => e.type === 'tofu.apply_start') ? true : undefined;
-    }, 'apply_start');
+    }, 'apply_start', UNTIL_MS);
 
     // The host dies: runner, tofu and its provisioner all at once.
     process.kill(-first.child.pid!, 'SIGKILL');
@@ -74,7 +65,7 @@ describe('runner crash mid-apply', () => {
     const ended = await until(async () => {
       const r = await api(second.url, 'GET', `/v1/runs/${run.id}`);
       return r.body.state === 'running' ? undefined : r.body;
-    }, 'the crashed run to be reaped');
+    }, 'the crashed run to be reaped', UNTIL_MS);
     expect(ended.state).toBe('interrupted');
     const lock = await api(second.url, 'GET', `/v1/clusters/${c.body.id}/state-lock`);
     expect(lock.status).toBe(200);
@@ -84,7 +75,7 @@ describe('runner crash mid-apply', () => {
     const done = await until(async () => {
       const r = await api(second.url, 'GET', `/v1/runs/${retry.id}`);
       return ['queued', 'running'].includes(r.body.state) ? undefined : r.body;
-    }, 'the retry');
+    }, 'the retry', UNTIL_MS);
     expect(done.state, done.error).toBe('succeeded');
     expect(done.result.summary.add).toBe(1);
   }, TEST_MS);

@@ -40,3 +40,14 @@ export function cleanUpAfterEach(): { children: ResultPromise[]; dirs: string[] 
   });
   return tracked;
 }
+
+/** Polls `fn` every 100 ms until it answers something other than undefined; fails naming `what` after `ms`. */
+export async function until<T>(fn: () => Promise<T | undefined>, what: string, ms: number): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
