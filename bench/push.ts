@@ -6,7 +6,10 @@
  * Baseline, same run: each node pushed alone (single-machine route, its own cluster), one after
  * the other, on a twin fleet; the slowest of those is the floor a fully parallel push can reach.
  * Usage: npx tsx bench/push.ts [nodes] [latencyMs]   (POLL_MS: readiness poll interval, default 100)
+ * PUSH_PROFILE=<file> writes a V8 CPU profile of the cluster push alone.
  */
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
 import { createWorker } from '../runner/worker.ts';
 import { executors } from '../runner/jobs/registry.ts';
 import { startSimFleet } from './sim-fleet.ts';
@@ -58,13 +61,21 @@ async function start(t: Target): Promise<string> {
  * the measuring does not itself load the database the pushes use.
  */
 async function finished(runId: string): Promise<void> {
+  let published = 0;
   let wake: () => void = () => {};
-  const off = h.deps.bus.subscribe(runId, () => wake());
+  const off = h.deps.bus.subscribe(runId, () => {
+    published++;
+    wake();
+  });
   try {
     for (;;) {
+      const seen = published;
       const run = await h.deps.jobs.get(runId);
       if (run?.state === 'succeeded') return;
       if (run && run.state !== 'queued' && run.state !== 'running') throw new Error(`run ${runId} ${run.state}: ${run.error}`);
+      // At most one read per 10 ms however many events arrive, for single and cluster pushes alike.
+      await new Promise((r) => setTimeout(r, 10));
+      if (published !== seen) continue;
       await new Promise<void>((r) => {
         const t = setTimeout(r, 250);
         wake = () => {
@@ -102,6 +113,13 @@ await timedPush(solo.pop()!); // warm up proto loading, TLS and the admin certif
 const singles: number[] = [];
 for (const t of solo) singles.push(await timedPush(t));
 
+const profFile = process.env['PUSH_PROFILE'];
+const session = profFile ? new Session() : undefined;
+if (session) {
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+}
 const simCpu0 = await sims<number>({ op: 'cpu' });
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
@@ -111,6 +129,11 @@ await finished(res.body.run.id);
 const wall = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 const simCpuMs = (await sims<number>({ op: 'cpu' })) - simCpu0;
+if (session && profFile) {
+  const { profile } = await session.post('Profiler.stop');
+  writeFileSync(profFile, JSON.stringify(profile));
+  session.disconnect();
+}
 
 await worker.stop(5_000);
 await sims({ op: 'stop' });

@@ -57,7 +57,10 @@ export function createEventWriter<E>(
         draining = undefined;
         return;
       }
+      // An urgent event still waits for the rest of this event-loop turn: when many tasks of one
+      // run are busy (a cluster push), the events their I/O callbacks emit together share a commit.
       if (!urgent) await window();
+      else await new Promise<void>((resolve) => setImmediate(resolve));
       urgent = false;
       const batch = queue.slice(0, MAX_BATCH);
       queue = queue.slice(batch.length);

@@ -3,6 +3,7 @@
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import process from 'node:process';
+import module from 'node:module';
 import { DIST, ensureBuilt } from './build.mjs';
 
 try {
@@ -11,4 +12,5 @@ try {
   process.stderr.write(`start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 }
+module.enableCompileCache?.(join(DIST, '.compile-cache'));
 await import(pathToFileURL(join(DIST, 'runner', 'main.js')).href);

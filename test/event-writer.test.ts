@@ -41,6 +41,21 @@ describe('run event writer', () => {
     expect(r.batches.length).toBeLessThan(6);
   });
 
+  it('lets awaited events from separate callbacks of one event-loop turn share one write', async () => {
+    const r = recorder();
+    const w = createEventWriter<E>(r.write, () => undefined, { windowMs: 600_000 });
+    // Three tasks of one run woken in the same turn (as a cluster push's I/O callbacks are).
+    const stored = await new Promise<Promise<void>[]>((resolve) => {
+      const out: Promise<void>[] = [];
+      for (const n of [1, 2, 3]) setImmediate(() => {
+        out.push(w.push({ n }));
+        if (out.length === 3) resolve(out);
+      });
+    });
+    await Promise.all(stored);
+    expect(r.batches).toEqual([[1, 2, 3]]);
+  });
+
   it('tells a refusal, and rejects the events of a batch that failed without losing later ones', async () => {
     let refused = 0;
     let fail = true;
