@@ -3,8 +3,9 @@
  * admin client certs (O=os:admin, EKU clientAuth only). The product PKI lives in lib/talos.
  */
 import 'reflect-metadata';
-import { randomBytes, webcrypto } from 'node:crypto';
+import { KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import { issueLeaf, issuerFacts, type IssuerFacts } from './der.ts';
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
@@ -26,11 +27,14 @@ export interface TestKeyPair {
   keyPem: string;
 }
 
-function serial(): string {
+/** 16 random bytes, positive and with no leading zero byte, so the DER INTEGER is minimal. */
+function serialBytes(): Buffer {
   const b = randomBytes(16);
-  b[0] = (b[0] ?? 0) & 0x7f;
-  return b.toString('hex');
+  b[0] = ((b[0] ?? 0) & 0x7f) | 0x01;
+  return b;
 }
+
+const serial = (): string => serialBytes().toString('hex');
 
 async function generateKeys(): Promise<CryptoKeyPair> {
   return (await webcrypto.subtle.generateKey(ED25519, true, ['sign', 'verify'])) as CryptoKeyPair;
@@ -88,45 +92,40 @@ export async function generateServingKeys(): Promise<ServingKeys> {
   return { pair, keyPem: await exportKeyPem(pair.privateKey) };
 }
 
-const authorityKeyIds = new WeakMap<x509.X509Certificate, Promise<x509.AuthorityKeyIdentifierExtension>>();
+interface Signer {
+  issuer: IssuerFacts;
+  key: KeyObject;
+}
 
-/** The AKI hashes the CA's key; one per CA object keeps issuing a certificate cheap. */
-function authorityKeyId(cert: x509.X509Certificate): Promise<x509.AuthorityKeyIdentifierExtension> {
-  let aki = authorityKeyIds.get(cert);
-  if (!aki) {
-    aki = x509.AuthorityKeyIdentifierExtension.create(cert);
-    authorityKeyIds.set(cert, aki);
+const signers = new WeakMap<TestCa, Signer>();
+
+/** What issuing needs from a CA, worked out once per CA object. */
+function signerOf(ca: TestCa): Signer {
+  let s = signers.get(ca);
+  if (!s) {
+    s = { issuer: issuerFacts(Buffer.from(ca.cert.rawData)), key: KeyObject.from(ca.privateKey) };
+    signers.set(ca, s);
   }
-  return aki;
+  return s;
 }
 
 export async function issueCert(ca: TestCa, opts: IssueOptions): Promise<TestKeyPair> {
   const keys = opts.keys ?? (await generateServingKeys());
   const now = Date.now();
-  const eku = opts.usage === 'client' ? [OID_CLIENT_AUTH] : opts.usage === 'server' ? [OID_SERVER_AUTH] : [OID_SERVER_AUTH, OID_CLIENT_AUTH];
-  const sans: x509.JsonGeneralName[] = [
-    ...(opts.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
-    ...(opts.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
-  ];
-  const extensions: x509.Extension[] = [
-    new x509.BasicConstraintsExtension(false, undefined, true),
-    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-    new x509.ExtendedKeyUsageExtension(eku),
-    await authorityKeyId(ca.cert),
-  ];
-  if (sans.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(sans));
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
+  const signer = signerOf(ca);
+  const certPem = issueLeaf({
+    serial: serialBytes(),
+    issuer: signer.issuer,
     subject: opts.subject,
-    issuer: ca.cert.subject,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(now + (opts.validMs ?? 365 * DAY_MS)),
-    publicKey: keys.pair.publicKey,
-    signingKey: ca.privateKey,
-    signingAlgorithm: ED25519,
-    extensions,
+    spki: KeyObject.from(keys.pair.publicKey).export({ type: 'spki', format: 'der' }),
+    extKeyUsage: opts.usage === 'client' ? [OID_CLIENT_AUTH] : opts.usage === 'server' ? [OID_SERVER_AUTH] : [OID_SERVER_AUTH, OID_CLIENT_AUTH],
+    dnsNames: opts.dnsNames ?? [],
+    ips: opts.ips ?? [],
+    signer: signer.key,
   });
-  return { certPem: cert.toString('pem'), keyPem: keys.keyPem };
+  return { certPem, keyPem: keys.keyPem };
 }
 
 /** An admin client certificate as `talosctl gen config` issues it (roles in Subject O). */
