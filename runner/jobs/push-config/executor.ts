@@ -12,7 +12,7 @@ import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { clusterMeshDeliveries, meshDelivery, type MeshDelivery } from '../../../lib/mesh/dial.ts';
-import { markDelivered } from '../../../lib/mesh/store.ts';
+import { deliveredUpdate } from '../../../lib/mesh/store.ts';
 import type { ConfigDocument } from '../../../lib/talos/patch.ts';
 import { renderOrReject } from '../../../functions/machine-config/render.ts';
 import { talosFailure, type Channel } from './failures.ts';
@@ -60,11 +60,15 @@ function render(cluster: ClusterRow, machine: MachineRow, access: ClusterAccess,
   }
 }
 
-async function setMachine(deps: Deps, id: string, values: { state: string; talosVersion?: string }): Promise<void> {
-  await deps.db
+function machineUpdate(deps: Deps, id: string, values: { state: string; talosVersion?: string }) {
+  return deps.db
     .update(machines)
     .set({ ...values, updatedAt: deps.clock.now() })
     .where(eq(machines.id, id));
+}
+
+async function setMachine(deps: Deps, id: string, values: { state: string; talosVersion?: string }): Promise<void> {
+  await machineUpdate(deps, id, values);
 }
 
 /**
@@ -196,11 +200,15 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     message: `the node accepted the config (mode ${applied.mode})${applied.warnings.length ? ` with ${applied.warnings.length} warning(s)` : ''}`,
     data: { mode: applied.mode, warnings: applied.warnings.length },
   });
-  // It holds our config now: from here on it is reached over mTLS only, even if this run fails.
-  // An unconfirmed apply leaves the machine as it was until the node proves it over mTLS.
-  if (channel === 'maintenance' && confirmed) await setMachine(deps, machine.id, { state: APPLIED });
-  // Which hub endpoint the node now dials (null: none); from here it is reached over the mesh.
-  if (confirmed) await markDelivered(deps.db, machine.id, mesh.endpoint);
+  if (confirmed) {
+    // Which hub endpoint the node now dials (null: none); from here it is reached over the mesh.
+    const delivered = deliveredUpdate(deps.db, machine.id, mesh.endpoint);
+    // It holds our config now: from here on it is reached over mTLS only, even if this run fails.
+    // An unconfirmed apply leaves the machine as it was until the node proves it over mTLS.
+    // One commit for both: a cluster push makes these for every node at about the same time.
+    if (channel === 'maintenance') await deps.db.batch([machineUpdate(deps, machine.id, { state: APPLIED }), delivered]);
+    else await delivered;
+  }
 
   if (applied.mode === 'staged') {
     await emit({ type: 'push.staged', message: 'the config is staged; it takes effect at the next reboot' });
