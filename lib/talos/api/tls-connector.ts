@@ -26,6 +26,17 @@ export interface TransportFailure {
 
 type SecureConnector = ReturnType<ChannelCredentials['_createSecureConnector']>;
 
+let maintenanceContext: tls.SecureContext | undefined;
+
+/**
+ * Maintenance connections carry no credentials, so they can all share one context; otherwise each
+ * would build its own (a cluster push opens one per node at once).
+ */
+function sharedMaintenanceContext(): tls.SecureContext {
+  maintenanceContext ??= tls.createSecureContext({ minVersion: 'TLSv1.2' });
+  return maintenanceContext;
+}
+
 const CLOSED_AFTER_HANDSHAKE = 'the node closed the connection right after the TLS handshake (client certificate rejected?)';
 const FINGERPRINT_MISMATCH = 'server certificate does not match the pinned fingerprint';
 
@@ -82,7 +93,7 @@ export class TalosChannelCredentials extends ChannelCredentials {
     const base: tls.ConnectionOptions = { socket, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2' };
     if (o.kind === 'maintenance') {
       // The maintenance certificate is self-signed and ephemeral; trust comes from the pin, if any.
-      return { ...base, rejectUnauthorized: false, ...(isIpLiteral(o.host) ? {} : { servername: o.host }) };
+      return { ...base, secureContext: sharedMaintenanceContext(), rejectUnauthorized: false, ...(isIpLiteral(o.host) ? {} : { servername: o.host }) };
     }
     const verifyName = o.serverName ?? o.host;
     return {
