@@ -5,7 +5,7 @@ import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
-import { RunError, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
+import { RunError, type EmitOptions, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { PushClusterParams } from '../../../functions/push-config/job.ts';
 import type { Deps } from '../../../functions/context.ts';
@@ -26,7 +26,7 @@ export interface PushClusterResult {
 function forMachine(ctx: RunContext<Deps>, id: string, name: string): RunContext<Deps> {
   return {
     ...ctx,
-    emit: (e: RunEventInput) => ctx.emit({ ...e, message: `${name}: ${e.message}`, data: { ...(e.data ?? {}), machine: id, name } }),
+    emit: (e: RunEventInput, opts?: EmitOptions) => ctx.emit({ ...e, message: `${name}: ${e.message}`, data: { ...(e.data ?? {}), machine: id, name } }, opts),
   };
 }
 

@@ -5,6 +5,7 @@ import { clusters, machines } from '../../../db/schema/index.ts';
 import { DomainError } from '../../../lib/errors.ts';
 import { RunError, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
 import type { PushConfigParams } from '../../../functions/push-config/job.ts';
+import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import {
   createTalosClient, isTalosApiError, isUnimplemented, type ApplyConfigurationResult, type ApplyMode, type TalosApiClient, type VersionResult,
 } from '../../../lib/talos/api/index.ts';
@@ -118,6 +119,10 @@ const NO_MESH: MeshDelivery = { documents: [], endpoint: null };
 
 export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: ClusterPushShared): Promise<PushConfigResult> {
   const { run, deps, emit, signal } = ctx;
+  // Progress nobody waits on goes out with the next event that is awaited (or within the
+  // writer's window): each awaited event costs the push a turn of the event loop, and in a
+  // cluster push a turn is long. What must be on record before the node is touched is awaited.
+  const progress = (e: RunEventInput): void => void emit(e, { defer: true }).catch(() => undefined);
   const t = pushTimings(deps);
   const known = shared?.machines.get(p.machine);
   const { cluster, machine } = shared && known ? { cluster: shared.cluster, machine: known } : await loadTargets(deps, run.clusterId!, p.machine);
@@ -133,7 +138,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   const access = shared?.access ?? (await clusterAccess(deps, cluster));
   const mesh = shared ? (shared.mesh.get(machine.id) ?? NO_MESH) : await meshDelivery(deps, machine.id);
   const data = render(cluster, machine, access, mesh.documents);
-  await emit({
+  progress({
     type: 'push.render',
     message: `rendered the config for ${machine.name} (${data.length} bytes)`,
     data: { machine: machine.id, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') },
@@ -148,14 +153,14 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   let confirmed = true;
   try {
     if (channel === 'maintenance') {
-      await emit({
+      progress({
         level: p.certFingerprint ? 'info' : 'warn',
         type: 'push.connect',
         message: `connecting to ${client.node} in maintenance mode: TLS without client certificate, ${p.certFingerprint ? 'certificate pinned to the given fingerprint' : 'certificate NOT pinned (no certFingerprint)'}`,
         data: { node: client.node, channel, pinned: !!p.certFingerprint },
       });
     } else {
-      await emit({ type: 'push.connect', message: `connecting to ${client.node} over mTLS with the cluster's admin certificate`, data: { node: client.node, channel } });
+      progress({ type: 'push.connect', message: `connecting to ${client.node} over mTLS with the cluster's admin certificate`, data: { node: client.node, channel } });
     }
     // Proves the channel (pin, CA) before any config leaves this process.
     const before = await step(ctx, 'preflight', channel, t.callDeadlineMs, async (): Promise<VersionResult | null> => {
@@ -167,7 +172,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
         throw err;
       }
     });
-    await emit({
+    progress({
       type: 'push.preflight',
       message: before ? `node answered: Talos ${before.tag}${channel === 'maintenance' ? ' in maintenance mode' : ''}` : 'node is in maintenance mode (Talos v1.12 or older: no Version there)',
       data: { node: client.node, talosVersion: before?.tag ?? null },
@@ -195,7 +200,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     await emit({ type: 'push.dry-run', message: `dry run: the node accepted the config (it would use mode ${applied.mode}); nothing was applied`, data: { mode: applied.mode, warnings: applied.warnings.length } });
     return { ...base, state: machine.state, talosVersion: machine.talosVersion } satisfies PushConfigResult;
   }
-  if (confirmed) await emit({
+  if (confirmed) progress({
     type: 'push.applied',
     message: `the node accepted the config (mode ${applied.mode})${applied.warnings.length ? ` with ${applied.warnings.length} warning(s)` : ''}`,
     data: { mode: applied.mode, warnings: applied.warnings.length },
@@ -215,15 +220,15 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     return { ...base, state: channel === 'maintenance' ? APPLIED : machine.state, talosVersion: machine.talosVersion } satisfies PushConfigResult;
   }
   if (channel === 'mtls' && applied.mode === 'reboot') {
-    await emit({ type: 'push.rebooting', message: 'the node reboots to apply the config' });
+    progress({ type: 'push.rebooting', message: 'the node reboots to apply the config' });
     await waitForGoingDown(access, address, t, Math.min(GOING_DOWN_WINDOW_MS, t.readyTimeoutMs), signal);
   }
-  await emit({ type: 'push.waiting', message: `waiting up to ${Math.round(t.readyTimeoutMs / 1000)} s for ${client.node} to answer over mTLS` });
+  progress({ type: 'push.waiting', message: `waiting up to ${Math.round(t.readyTimeoutMs / 1000)} s for ${client.node} to answer over mTLS` });
   const after = await waitForMtls(access, address, t, signal, { rebooting: channel === 'maintenance' }).catch(async (err: unknown) => {
     if (err instanceof RunError && !signal.aborted) await emit({ level: 'error', type: 'push.error', message: err.message, data: { step: 'wait', ...err.data } });
     throw err;
   });
-  await emit({ type: 'push.ready', message: `node answers over mTLS: Talos ${after.tag}`, data: { talosVersion: after.tag } });
+  progress({ type: 'push.ready', message: `node answers over mTLS: Talos ${after.tag}`, data: { talosVersion: after.tag } });
   await setMachine(deps, machine.id, { state: CONFIGURED, talosVersion: after.tag });
   await emit({ type: 'push.done', message: `${machine.name} is configured (Talos ${after.tag})`, data: { state: CONFIGURED, talosVersion: after.tag } });
   return { ...base, state: CONFIGURED, talosVersion: after.tag } satisfies PushConfigResult;
