@@ -6,6 +6,8 @@ import { DomainError } from '../../../lib/errors.ts';
 import { RunError, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
 import type { PushConfigParams } from '../../../functions/push-config/job.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
+import type { BatchItem } from 'drizzle-orm/batch';
+import { createCommitBatcher, type CommitBatcher } from '../../commit-batcher.ts';
 import {
   createTalosClient, isTalosApiError, isUnimplemented, type ApplyConfigurationResult, type ApplyMode, type TalosApiClient, type VersionResult,
 } from '../../../lib/talos/api/index.ts';
@@ -33,6 +35,7 @@ export interface PushConfigResult {
 }
 
 type Ctx = RunContext<Deps>;
+type Statement = BatchItem<'sqlite'>;
 
 /** Failures of an apply call that do not tell whether the node acted on it. */
 const AMBIGUOUS: ReadonlySet<string> = new Set(['connection-lost', 'deadline']);
@@ -66,10 +69,6 @@ function machineUpdate(deps: Deps, id: string, values: { state: string; talosVer
     .update(machines)
     .set({ ...values, updatedAt: deps.clock.now() })
     .where(eq(machines.id, id));
-}
-
-async function setMachine(deps: Deps, id: string, values: { state: string; talosVersion?: string }): Promise<void> {
-  await machineUpdate(deps, id, values);
 }
 
 /**
@@ -108,11 +107,13 @@ export interface ClusterPushShared {
   access: ClusterAccess;
   dial: TalosDialer;
   mesh: ReadonlyMap<string, MeshDelivery>;
+  /** The nodes' state writes, committed together when they fall in the same turn. */
+  writes: CommitBatcher;
 }
 
 export async function loadClusterPushShared(deps: Deps, cluster: ClusterRow, rows: ReadonlyMap<string, MachineRow>): Promise<ClusterPushShared> {
   const [access, dial, mesh] = await Promise.all([clusterAccess(deps, cluster), talosDialer(deps, cluster.id), clusterMeshDeliveries(deps, cluster.id)]);
-  return { cluster, machines: rows, access, dial, mesh };
+  return { cluster, machines: rows, access, dial, mesh, writes: createCommitBatcher(deps.db) };
 }
 
 const NO_MESH: MeshDelivery = { documents: [], endpoint: null };
@@ -123,6 +124,9 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   // writer's window): each awaited event costs the push a turn of the event loop, and in a
   // cluster push a turn is long. What must be on record before the node is touched is awaited.
   const progress = (e: RunEventInput): void => void emit(e, { defer: true }).catch(() => undefined);
+  // A cluster push's nodes share commits; a single push's writes go straight out, in one commit each.
+  const write = (statements: [Statement, ...Statement[]]): Promise<unknown> =>
+    shared ? Promise.all(statements.map((st) => shared.writes.write(st))) : deps.db.batch(statements);
   const t = pushTimings(deps);
   const known = shared?.machines.get(p.machine);
   const { cluster, machine } = shared && known ? { cluster: shared.cluster, machine: known } : await loadTargets(deps, run.clusterId!, p.machine);
@@ -211,8 +215,8 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     // It holds our config now: from here on it is reached over mTLS only, even if this run fails.
     // An unconfirmed apply leaves the machine as it was until the node proves it over mTLS.
     // One commit for both: a cluster push makes these for every node at about the same time.
-    if (channel === 'maintenance') await deps.db.batch([machineUpdate(deps, machine.id, { state: APPLIED }), delivered]);
-    else await delivered;
+    if (channel === 'maintenance') await write([machineUpdate(deps, machine.id, { state: APPLIED }), delivered]);
+    else await write([delivered]);
   }
 
   if (applied.mode === 'staged') {
@@ -229,7 +233,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     throw err;
   });
   progress({ type: 'push.ready', message: `node answers over mTLS: Talos ${after.tag}`, data: { talosVersion: after.tag } });
-  await setMachine(deps, machine.id, { state: CONFIGURED, talosVersion: after.tag });
+  await write([machineUpdate(deps, machine.id, { state: CONFIGURED, talosVersion: after.tag })]);
   await emit({ type: 'push.done', message: `${machine.name} is configured (Talos ${after.tag})`, data: { state: CONFIGURED, talosVersion: after.tag } });
   return { ...base, state: CONFIGURED, talosVersion: after.tag } satisfies PushConfigResult;
 }
