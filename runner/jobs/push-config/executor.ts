@@ -141,21 +141,25 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
 
   const access = shared?.access ?? (await clusterAccess(deps, cluster));
   const mesh = shared ? (shared.mesh.get(machine.id) ?? NO_MESH) : await meshDelivery(deps, machine.id);
-  const data = render(cluster, machine, access, mesh.documents);
-  progress({
-    type: 'push.render',
-    message: `rendered the config for ${machine.name} (${data.length} bytes)`,
-    data: { machine: machine.id, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') },
-  });
-
   const call = { deadlineMs: t.callDeadlineMs, signal };
   const client: TalosApiClient =
     channel === 'maintenance'
       ? createTalosClient({ mode: 'maintenance', address, ...(p.certFingerprint ? { fingerprint: p.certFingerprint } : {}) })
       : await access.talosClient(address);
+  // The preflight call (and so the handshake) starts before the render: in a cluster push the
+  // nodes answer while the configs of the others are still being rendered.
+  const preflight = client.version(call);
+  preflight.catch(() => undefined);
+  let data: Buffer;
   let applied: ApplyConfigurationResult;
   let confirmed = true;
   try {
+    data = render(cluster, machine, access, mesh.documents);
+    progress({
+      type: 'push.render',
+      message: `rendered the config for ${machine.name} (${data.length} bytes)`,
+      data: { machine: machine.id, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') },
+    });
     if (channel === 'maintenance') {
       progress({
         level: p.certFingerprint ? 'info' : 'warn',
@@ -169,7 +173,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     // Proves the channel (pin, CA) before any config leaves this process.
     const before = await step(ctx, 'preflight', channel, t.callDeadlineMs, async (): Promise<VersionResult | null> => {
       try {
-        return await client.version(call);
+        return await preflight;
       } catch (err) {
         // v1.12 maintenance mode only serves ApplyConfiguration; the TLS checks still passed.
         if (channel === 'maintenance' && isUnimplemented(err)) return null;
@@ -184,7 +188,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     await emit({ type: 'push.apply', message: `sending the config (mode ${p.mode}${p.dryRun ? ', dry run' : ''})`, data: { mode: p.mode, dryRun: p.dryRun } });
     applied = await step(ctx, 'apply', channel, t.callDeadlineMs, async () => {
       try {
-        return await client.applyConfiguration({ data, mode: p.mode, dryRun: p.dryRun }, call);
+        return await client.applyConfiguration({ data: data!, mode: p.mode, dryRun: p.dryRun }, call);
       } catch (err) {
         // A node in maintenance reboots right after it takes a config; if the reply was lost on the
         // way, only the node coming up under our CA can tell whether it took it.
