@@ -10,6 +10,7 @@
  */
 import { Session } from 'node:inspector/promises';
 import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { createWorker } from '../runner/worker.ts';
 import { executors } from '../runner/jobs/registry.ts';
 import { startSimFleet } from './sim-fleet.ts';
@@ -160,5 +161,11 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 console.log(`nodes: ${count}, added latency: ${latencyMs} ms per call, via HTTP API + worker`);
 console.log(`single pushes, one at a time (${singles.length}): median ${median(singles).toFixed(0)} ms, slowest ${slowestSingle.toFixed(0)} ms`);
 console.log(`one cluster push of ${count} machines: wall ${wall.toFixed(0)} ms`);
-console.log(`CPU during the cluster push: product ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, sims ${simCpuMs.toFixed(0)} ms (child processes)`);
+const productCpuMs = (cpu.user + cpu.system) / 1000;
+console.log(`CPU during the cluster push: product ${productCpuMs.toFixed(0)} ms (${(productCpuMs / count).toFixed(1)} ms/node), sims ${simCpuMs.toFixed(0)} ms (${(simCpuMs / count).toFixed(1)} ms/node, child processes)`);
+// Product and sims share this machine's cores: their CPU time spread over every core is the
+// shortest wall time the cluster push can have here, however parallel it is.
+const cores = availableParallelism();
+const cpuFloor = (productCpuMs + simCpuMs) / cores;
+console.log(`CPU floor on this machine (${cores} cores): ${cpuFloor.toFixed(0)} ms, so the ratio cannot go below ${(cpuFloor / slowestSingle).toFixed(2)} here`);
 console.log(`ratio cluster push / slowest single push: ${(wall / slowestSingle).toFixed(2)} (1.00 = fully parallel; target <= 1.5)`);
