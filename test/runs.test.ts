@@ -6,7 +6,7 @@ import { backupExecutor } from '../runner/jobs/backup/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
 import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
-import { waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { untilAborted, waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
 
 let h: Harness;
 let worker: Worker | undefined;
@@ -107,7 +107,8 @@ describe('runs API', () => {
   it('keeps a quiet stream open with comments until the run ends', async () => {
     startWorker({
       quiet: async ({ signal }) => {
-        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        await untilAborted(signal);
+        throw signal.reason;
       },
     }, 600);
     const run = await h.deps.jobs.enqueue({ kind: 'quiet', exclusive: false });
@@ -139,7 +140,8 @@ describe('runs API', () => {
     startWorker({
       wait: async ({ signal, emit }) => {
         await emit({ type: 'waiting', message: 'waiting for cancel' });
-        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        await untilAborted(signal);
+        throw signal.reason;
       },
     }, 600);
     const run = await h.deps.jobs.enqueue({ kind: 'wait', clusterId, tenantId, exclusive: true });
@@ -175,7 +177,8 @@ describe('runs API', () => {
         return 'done';
       },
       long: async ({ signal }) => {
-        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        await untilAborted(signal);
+        throw signal.reason;
       },
     });
     const quick = await h.deps.jobs.enqueue({ kind: 'quick', exclusive: false });

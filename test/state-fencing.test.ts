@@ -15,7 +15,7 @@ import { errorMessage } from '../lib/errors.ts';
 import { backupExecutor } from '../runner/jobs/backup/executor.ts';
 import { ERRORED_STATE_FILE, storeErroredState } from '../runner/jobs/provision/errored-state.ts';
 import { createWorker } from '../runner/worker.ts';
-import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { createHarness, seedCluster, untilAborted, type Harness } from './support/harness.ts';
 import { basic, lockInfo, stateClient, stateDoc } from './support/state.ts';
 
 let h: Harness;
@@ -168,7 +168,7 @@ describe('runs end once', () => {
       executors: {
         stubborn: async ({ signal, emit }) => {
           await emit({ type: 'step', message: 'working' });
-          signal.addEventListener('abort', () => (aborted = true));
+          void untilAborted(signal).then(() => (aborted = true));
           await gate;
           return 'finished anyway';
         },
@@ -202,7 +202,7 @@ describe('a single runner paused past its lease (a suspended VM)', () => {
           await emit({ type: 'step', message: 'before the pause' });
           // The whole process stops: no timer, no heartbeat runs for longer than the lease.
           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500);
-          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          await untilAborted(signal);
           reason = stopReason(signal);
           await emit({ type: 'step', message: 'after the pause' });
           return 'done';

@@ -130,3 +130,9 @@ export async function finishedRun(h: Harness, runId: string, timeoutMs = 60_000)
   await waitForRun(h, runId, ENDED_STATES, timeoutMs);
   return (await h.call('GET', `/v1/runs/${runId}`)).body;
 }
+
+/** Resolves once `signal` is aborted, at once if it already is (an executor may see the abort before it starts listening). */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
