@@ -238,6 +238,6 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   });
   progress({ type: 'push.ready', message: `node answers over mTLS: Talos ${after.tag}`, data: { talosVersion: after.tag } });
   await write([machineUpdate(deps, machine.id, { state: CONFIGURED, talosVersion: after.tag })]);
-  await emit({ type: 'push.done', message: `${machine.name} is configured (Talos ${after.tag})`, data: { state: CONFIGURED, talosVersion: after.tag } });
+  progress({ type: 'push.done', message: `${machine.name} is configured (Talos ${after.tag})`, data: { state: CONFIGURED, talosVersion: after.tag } });
   return { ...base, state: CONFIGURED, talosVersion: after.tag } satisfies PushConfigResult;
 }
