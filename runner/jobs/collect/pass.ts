@@ -75,7 +75,11 @@ interface PassLimits {
 const DIALS_PER_READ = 1;
 
 // Dials first (its own limit), then reads with a read slot: a node that never connects costs its
-// deadline in parallel with everything else, not a read slot. The channel stays open for the next
+// deadline in parallel with everything else, not a read slot. A connected node's read waits until
+// every dial of the pass has started: the pass cannot end before the last dead node's deadline,
+// which runs from its dial, so reads interleaved with the dials of a cold pass (handshakes, all
+// CPU) pushed that start, and the end, later; read after the dials, they overlap those deadlines.
+// A read's own deadlines run from its calls, so the wait costs it nothing. The channel stays open for the next
 // pass unless the read failed: a node that did not answer (or refused us) is dialled afresh next
 // time rather than left reconnecting in the background.
 async function readTarget(access: CollectAccess, address: string, m: MachineRow, limits: PassLimits, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
@@ -83,6 +87,7 @@ async function readTarget(access: CollectAccess, address: string, m: MachineRow,
   try {
     const client = await access.talosClient(address);
     await limits.dial(() => client.connect(opts));
+    await limits.dial.started();
     read = await limits.read(() => readNode(client, m.role, opts));
   } catch (err) {
     read = { talos: { error: callError(err) }, hostname: null, partialError: null };
@@ -127,7 +132,8 @@ async function collectCluster(
   const opts = { deadlineMs, ...(signal ? { signal } : {}) };
   const kube = limits.read(async (): Promise<KubeSnapshot | Failed> => {
     try {
-      return await collectKubernetes(await access.kubeconfig(), { deadlineMs, agent: await access.kubeAgent(), ...(signal ? { signal } : {}) });
+      const { target, agent } = await access.kube();
+      return await collectKubernetes(target, { deadlineMs, agent, ...(signal ? { signal } : {}) });
     } catch (err) {
       return kubeFailure(err);
     }

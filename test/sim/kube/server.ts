@@ -440,6 +440,9 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       }, latencyMs);
       timers.add(t);
   }
+  // An API server keeps idle connections far longer than Node's default 5 s (Go's for minutes):
+  // a client's keep-alive connection outlives the minute between two collect passes.
+  tlsServer.keepAliveTimeout = 120_000;
   tlsServer.on('tlsClientError', (_err, tlsSocket) => {
     // Handshakes the client abandons (it distrusts our certificate) are expected in the suites.
     tlsSocket.destroy();
