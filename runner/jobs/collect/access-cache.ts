@@ -58,8 +58,8 @@ export interface CollectAccess {
   discard(address: string): Promise<void>;
   /** The Kubernetes API: the admin kubeconfig's target and its keep-alive agent, kept with the credentials. */
   kube(): Promise<KubeAccess>;
-  /** Settles once every credential of the cluster is minted (or failed to be). */
-  ready(): Promise<void>;
+  /** Settles once the Talos credentials are minted (or failed to be); the Kubernetes ones may still be minting. */
+  talosReady(): Promise<void>;
 }
 
 /** Identity of an mTLS client: the CA it trusts and the certificate it presents. */
@@ -89,8 +89,8 @@ export class CollectAccessCache {
         this.channels.discard(address, (await talos()).identity);
       },
       kube: () => entry.kube,
-      ready: async () => {
-        await Promise.allSettled([entry.talos, entry.kube]);
+      talosReady: async () => {
+        await Promise.allSettled([entry.talos]);
       },
     };
   }

@@ -203,12 +203,14 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   let machineCount = 0;
   // Before any call starts its deadline: loading the client stalls the event loop.
   if (list.length) await loadKubernetesClient();
-  // Every cluster's credentials before any node is dialled: minting is CPU-bound (tens of
+  // Every cluster's Talos credentials before any node is dialled: minting is CPU-bound (a few
   // milliseconds a cluster on a cold runner), and a dial started meanwhile spends its deadline
-  // waiting for the event loop. A cluster that cannot get any is reported by collectCluster.
+  // waiting for the event loop. The Kubernetes credentials are minted while the dials wait on
+  // the network: the Kubernetes reads start after the dials anyway (reads wait for every dial).
+  // A cluster that cannot get any is reported by collectCluster.
   await Promise.all(list.map(async (cluster) => {
     try {
-      await collectAccessCache(deps).access(deps, cluster).ready();
+      await collectAccessCache(deps).access(deps, cluster).talosReady();
     } catch {
       // no secrets: collectCluster records it
     }
