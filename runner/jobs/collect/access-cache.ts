@@ -31,7 +31,7 @@ const KUBE_IDLE_MS = 5 * 60_000;
 const KUBE_SOCKETS = 1;
 
 const destroyAgent = (e: Entry): void => {
-  e.kube.then((k) => k.agent.destroy(), () => {});
+  e.kube?.then((k) => k.agent.destroy(), () => {});
 };
 
 /** The admin kubeconfig's target and a keep-alive agent carrying its identity. */
@@ -48,7 +48,9 @@ interface Entry {
   endpoint: string;
   mintedAt: number;
   talos: Promise<{ identity: string; creds: ClientCredentials; context: SecureContext }>;
-  kube: Promise<KubeAccess>;
+  /** Minted on first use: a pass reads the Kubernetes API after dialing every node, and minting is CPU the dials need. */
+  kube: Promise<KubeAccess> | undefined;
+  mintKube: () => Promise<KubeAccess>;
 }
 
 /** What a pass needs for one cluster: pooled Talos clients (never closed by the caller) and the kubeconfig. */
@@ -88,7 +90,7 @@ export class CollectAccessCache {
       discard: async (address) => {
         this.channels.discard(address, (await talos()).identity);
       },
-      kube: () => entry.kube,
+      kube: () => (entry.kube ??= entry.mintKube()),
       talosReady: async () => {
         await Promise.allSettled([entry.talos]);
       },
@@ -124,14 +126,18 @@ export class CollectAccessCache {
       endpoint: cluster.endpoint,
       mintedAt: this.now(),
       talos,
-      kube: kubeAccess(cluster.endpoint, secrets),
+      kube: undefined,
+      mintKube: () => {
+        const kube = kubeAccess(cluster.endpoint, secrets);
+        kube.catch(forget);
+        return kube;
+      },
     };
     // A failed mint is not kept: the next pass mints again.
     const forget = (): void => {
       if (this.entries.get(cluster.id) === entry) this.entries.delete(cluster.id);
     };
     talos.catch(forget);
-    entry.kube.catch(forget);
     this.entries.set(cluster.id, entry);
     return entry;
   }

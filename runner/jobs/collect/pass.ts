@@ -131,14 +131,15 @@ async function collectCluster(
     return finish(cluster, base, targets.map((machine) => ({ machine, read: { talos: { error }, hostname: null, partialError: null } })), { error }, previous);
   }
   const opts = { deadlineMs, ...(signal ? { signal } : {}) };
-  const kube = limits.read(async (): Promise<KubeSnapshot | Failed> => {
+  // Like a node's read, after every dial has started (readTarget).
+  const kube = limits.dial.started().then(() => limits.read(async (): Promise<KubeSnapshot | Failed> => {
     try {
       const { target, agent } = await access.kube();
       return await collectKubernetes(target, { deadlineMs, agent, ...(signal ? { signal } : {}) });
     } catch (err) {
       return kubeFailure(err);
     }
-  });
+  }));
   const reads = targets.map(async (machine): Promise<Target> => ({ machine, read: await readTarget(access, dial(machine)!, machine, limits, opts) }));
   return finish(cluster, base, await Promise.all(reads), await kube, previous);
 }
