@@ -133,6 +133,14 @@ function rolesOfSubject(o: string | string[] | undefined): string[] {
   return o === undefined ? [] : Array.isArray(o) ? o : [o];
 }
 
+/** The O= values of an X509Certificate subject (one attribute per line). */
+function organizationsOf(subject: string): string[] {
+  return subject
+    .split('\n')
+    .filter((l) => l.startsWith('O='))
+    .map((l) => l.slice(2));
+}
+
 export class SimTalosNode {
   readonly host: string;
   port = 0;
@@ -445,15 +453,17 @@ export class SimTalosNode {
       socket.on('error', () => {});
       if (checkClientEku) {
         // apid requires ExtKeyUsage exactly [ClientAuth] on client certificates.
-        const peer = socket.getPeerCertificate();
-        const eku = peer.ext_key_usage ?? [];
+        // The X509Certificate view parses only what is asked of it; getPeerCertificate() converts
+        // the whole certificate (fingerprints included) on every handshake.
+        const peer = socket.getPeerX509Certificate();
+        const eku = peer?.keyUsage ?? [];
         if (eku.length !== 1 || eku[0] !== OID_CLIENT_AUTH) {
           this.handshakes.rejected++;
           socket.destroy();
           return;
         }
         const key = `${socket.remoteAddress}:${socket.remotePort}`;
-        this.peerRoles.set(key, rolesOfSubject(peer.subject?.O));
+        this.peerRoles.set(key, organizationsOf(peer?.subject ?? ''));
         socket.once('close', () => this.peerRoles.delete(key));
       }
       this.handshakes.accepted++;
