@@ -34,6 +34,12 @@ const destroyAgent = (e: Entry): void => {
   e.kube?.then((k) => k.agent.destroy(), () => {});
 };
 
+interface TalosCredentials {
+  identity: string;
+  creds: ClientCredentials;
+  context: SecureContext;
+}
+
 /** The admin kubeconfig's target and a keep-alive agent carrying its identity. */
 export interface KubeAccess {
   target: KubeTarget;
@@ -47,7 +53,9 @@ interface Entry {
   name: string;
   endpoint: string;
   mintedAt: number;
-  talos: Promise<{ identity: string; creds: ClientCredentials; context: SecureContext }>;
+  /** Minted on first use, so a pass can mint one cluster's after another and dial each as soon as it has them. */
+  talos: Promise<TalosCredentials> | undefined;
+  mintTalos: () => Promise<TalosCredentials>;
   /** Minted on first use: a pass reads the Kubernetes API after dialing every node, and minting is CPU the dials need. */
   kube: Promise<KubeAccess> | undefined;
   mintKube: () => Promise<KubeAccess>;
@@ -60,7 +68,7 @@ export interface CollectAccess {
   discard(address: string): Promise<void>;
   /** The Kubernetes API: the admin kubeconfig's target and its keep-alive agent, kept with the credentials. */
   kube(): Promise<KubeAccess>;
-  /** Settles once the Talos credentials are minted (or failed to be); the Kubernetes ones may still be minting. */
+  /** Mints the Talos credentials if need be; settles once they are minted (or failed to be). */
   talosReady(): Promise<void>;
 }
 
@@ -79,7 +87,7 @@ export class CollectAccessCache {
 
   access(deps: Pick<Deps, 'sealer'>, cluster: AccessCluster): CollectAccess {
     const entry = this.entryFor(deps, cluster);
-    const talos = (): Promise<{ identity: string; creds: ClientCredentials; context: SecureContext }> => entry.talos;
+    const talos = (): Promise<TalosCredentials> => (entry.talos ??= entry.mintTalos());
     return {
       talosClient: async (address) => {
         const t = await talos();
@@ -92,7 +100,7 @@ export class CollectAccessCache {
       },
       kube: () => (entry.kube ??= entry.mintKube()),
       talosReady: async () => {
-        await Promise.allSettled([entry.talos]);
+        await Promise.allSettled([talos()]);
       },
     };
   }
@@ -110,22 +118,26 @@ export class CollectAccessCache {
     if (cur) {
       this.entries.delete(cluster.id);
       // Channels authenticated with the replaced certificate must not outlive it.
-      cur.talos.then((t) => this.channels.invalidate(t.identity), () => {});
+      cur.talos?.then((t) => this.channels.invalidate(t.identity), () => {});
       destroyAgent(cur);
     }
     // Throws (no secrets) before anything is cached, so the next pass tries again.
     const secrets = openClusterSecrets(deps, cluster);
-    const talos = talosAdminCredentials(secrets).then((creds) => ({
-      identity: credentialsIdentity(creds),
-      creds,
-      context: createTalosSecureContext(creds.caPem, creds.certPem, creds.keyPem),
-    }));
     const entry: Entry = {
       sealed: cluster.secretsSealed,
       name: cluster.name,
       endpoint: cluster.endpoint,
       mintedAt: this.now(),
-      talos,
+      talos: undefined,
+      mintTalos: () => {
+        const talos = talosAdminCredentials(secrets).then((creds) => ({
+          identity: credentialsIdentity(creds),
+          creds,
+          context: createTalosSecureContext(creds.caPem, creds.certPem, creds.keyPem),
+        }));
+        talos.catch(forget);
+        return talos;
+      },
       kube: undefined,
       mintKube: () => {
         const kube = kubeAccess(cluster.endpoint, secrets);
@@ -137,7 +149,6 @@ export class CollectAccessCache {
     const forget = (): void => {
       if (this.entries.get(cluster.id) === entry) this.entries.delete(cluster.id);
     };
-    talos.catch(forget);
     this.entries.set(cluster.id, entry);
     return entry;
   }
