@@ -111,6 +111,28 @@ describe('collect pass against Talos and Kubernetes sims', () => {
     expect(machineOf(body, 'cp1').state).toBe('healthy');
   });
 
+  it('finishes the pass when a cluster has no credentials, reading the clusters that have them', async () => {
+    // Reads wait until every cluster has queued its dials: a cluster that cannot dial must not hold them.
+    fleet = await startSimCluster(h, { tenant: 'home', machines: [{ name: 'cp1', role: 'controlplane' }, { name: 'w1', role: 'worker' }] });
+    const tenant = (await h.call('GET', `/v1/clusters/${fleet.clusterId}`)).body.tenant as string;
+    const other = await h.call('POST', '/v1/clusters', {
+      body: { tenant, name: 'c2', talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: 'https://127.0.0.1:6443' },
+    });
+    expect(other.status).toBe(201);
+    const m = await h.call('POST', `/v1/clusters/${other.body.id}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal' } });
+    expect(m.status).toBe(201);
+    await h.call('PATCH', `/v1/clusters/${other.body.id}/machines/${m.body.id}`, { body: { address: '127.0.0.1:1' } });
+    await h.deps.database.client.execute({ sql: "UPDATE machines SET state = 'configured' WHERE id = ?", args: [m.body.id] });
+    await h.deps.database.client.execute({ sql: 'UPDATE clusters SET secrets_sealed = NULL WHERE id = ?', args: [other.body.id] });
+
+    const summary = await runCollectPass(h.deps);
+    expect(summary.clusters).toBe(2);
+    // Without credentials nothing is known about the node: unknown, not unreachable.
+    expect(summary).toMatchObject({ machines: 3, reached: 2, states: { healthy: 2, unknown: 1 } });
+    const body = await health(other.body.id);
+    expect(machineOf(body, 'cp1').lastError).toMatch(/no cluster credentials/);
+  });
+
   it('reports a missing etcd member as degraded with the reason', async () => {
     const onlyCp1 = [{ id: '101', hostname: 'cp1' }];
     fleet = await startSimCluster(h, {
