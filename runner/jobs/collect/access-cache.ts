@@ -2,9 +2,9 @@
 // them. Minting signs a certificate and parsing the TLS context costs a few milliseconds per
 // cluster; a handshake per node per pass costs far more. The Kubernetes side is kept as the target
 // the kubeconfig would describe, not as YAML: rendering it and reading it back cost as much as
-// minting, every pass. An entry is replaced when the cluster's
-// sealed secrets (hence its CAs), its name or its Kubernetes endpoint change, or when it is older
-// than CREDENTIALS_TTL_MS; the channels of a replaced identity are closed at once.
+// minting, every pass. An entry is replaced when the cluster's sealed secrets (hence its CAs), its
+// name or its Kubernetes endpoint change, or when it is older than CREDENTIALS_TTL_MS; the
+// channels of a replaced identity are closed at once.
 import { createHash } from 'node:crypto';
 import type { Agent } from 'node:https';
 import type { SecureContext } from 'node:tls';
@@ -61,7 +61,7 @@ interface Entry {
   mintKube: () => Promise<KubeAccess>;
 }
 
-/** What a pass needs for one cluster: pooled Talos clients (never closed by the caller) and the kubeconfig. */
+/** What a pass needs for one cluster: pooled Talos clients (never closed by the caller) and the Kubernetes API. */
 export interface CollectAccess {
   talosClient(address: string): Promise<TalosApiClient>;
   /** Drops the pooled channel to `address`, e.g. after a failed read, so the next pass dials afresh. */
