@@ -133,6 +133,28 @@ describe('collect pass against Talos and Kubernetes sims', () => {
     expect(machineOf(body, 'cp1').lastError).toMatch(/no cluster credentials/);
   });
 
+  it('reads a connected node only once every node of the pass is being dialled', async () => {
+    // Two read slots, four dials: cp1 and three dead nodes dial first; when cp1 is up, w4 takes its
+    // dial slot and w5 still waits for one, so cp1's read waits too, until w4 is up and w5 dialling.
+    h.deps.settings.collectConcurrency = 2;
+    h.deps.settings.collectDeadlineMs = 1_000;
+    const names = ['cp1', 'w1', 'w2', 'w3', 'w4', 'w5'];
+    fleet = await startSimCluster(h, { tenant: 'home', machines: names.map((name) => ({ name, role: name === 'cp1' ? ('controlplane' as const) : ('worker' as const) })) });
+    const sim = (name: string) => fleet!.machines[name]!.sim!;
+    for (const dead of ['w1', 'w2', 'w3', 'w5']) sim(dead).blackhole(true);
+    // What w4 had accepted when cp1's first call arrived.
+    const seen: number[] = [];
+    const calls = sim('cp1').calls;
+    const push = calls.push.bind(calls);
+    calls.push = (...items) => {
+      seen.push(sim('w4').handshakes.accepted);
+      return push(...items);
+    };
+    const summary = await runCollectPass(h.deps);
+    expect(summary.states).toMatchObject({ healthy: 2, unreachable: 4 });
+    expect(seen[0]).toBe(1);
+  });
+
   it('reports a missing etcd member as degraded with the reason', async () => {
     const onlyCp1 = [{ id: '101', hostname: 'cp1' }];
     fleet = await startSimCluster(h, {
