@@ -6,6 +6,8 @@
 import { startKubeSim, type KubeSim, type SimNodeSpec, type SimPodSpec } from '../test/sim/kube/server.ts';
 import { startSimNode, type SimEtcdMember, type SimTalosNode } from '../test/sim/talos/index.ts';
 import { kubeSimCa } from '../test/support/collect-fleet-ca.ts';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 
 export type SimRequest =
   | { op: 'kube'; ca: { certPem: string; keyPem: string }; clusters: string[][] }
@@ -19,9 +21,12 @@ export type SimRequest =
   | { op: 'maintenance'; count: number; latencyMs: number; rebootMs: number }
   | { op: 'blackhole'; indices: number[] }
   | { op: 'cpu' }
+  /** Starts (dir absent) or stops and writes to dir a CPU profile of this child: a pass's window, not the setup. */
+  | { op: 'profile'; dir?: string }
   | { op: 'stop' };
 
 const kubes: KubeSim[] = [];
+let profiler: Session | undefined;
 const sims: SimTalosNode[] = [];
 
 async function handle(req: SimRequest): Promise<unknown> {
@@ -71,6 +76,20 @@ async function handle(req: SimRequest): Promise<unknown> {
     case 'cpu': {
       const c = process.cpuUsage();
       return (c.user + c.system) / 1000;
+    }
+    case 'profile': {
+      if (req.dir === undefined) {
+        profiler ??= new Session();
+        profiler.connect();
+        await profiler.post('Profiler.enable');
+        await profiler.post('Profiler.start');
+        return true;
+      }
+      if (!profiler) return false;
+      const { profile } = await profiler.post('Profiler.stop');
+      writeFileSync(`${req.dir}/sims-${process.pid}-${Date.now()}.cpuprofile`, JSON.stringify(profile));
+      profiler.disconnect();
+      return true;
     }
     case 'stop':
       await Promise.all(sims.map((s) => s.stop()));

@@ -9,7 +9,8 @@
  * The Kubernetes client is loaded before pass 1 (its load time is printed apart): a runner loads
  * it once per process, and through tsx it would otherwise dominate pass 1.
  * Usage: tsx bench/collect.ts [nodes=500] [clusters=50] [concurrency=64]
- * COLLECT_PROFILE=<dir> writes a V8 CPU profile of each pass (pass1.cpuprofile...), the pass only.
+ * COLLECT_PROFILE=<dir> writes a V8 CPU profile of each pass (pass1.cpuprofile...), the pass only;
+ * with SIM_PASS_PROFILE=1 too, each sim child writes one of the same window (sims-<pid>-<time>.cpuprofile).
  */
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { readNode } from '../runner/jobs/collect/talos-read.ts';
@@ -76,6 +77,7 @@ for (let pass = 1; pass <= PASSES; pass++) {
     session.connect();
     await session.post('Profiler.enable');
     await session.post('Profiler.start');
+    if (process.env['SIM_PASS_PROFILE']) await sims({ op: 'profile' });
   }
   // The sims share the machine's cores: their CPU is printed so a slow pass on a busy box shows as such.
   const simCpu0 = await sims<number>({ op: 'cpu' });
@@ -88,6 +90,7 @@ for (let pass = 1; pass <= PASSES; pass++) {
     const { profile } = await session.post('Profiler.stop');
     writeFileSync(`${profDir}/pass${pass}.cpuprofile`, JSON.stringify(profile));
     session.disconnect();
+    if (process.env['SIM_PASS_PROFILE']) await sims({ op: 'profile', dir: profDir! });
   }
   const cpuMs = (cpu.user + cpu.system) / 1000;
   const simCpuMs = (await sims<number>({ op: 'cpu' })) - simCpu0;

@@ -81,6 +81,9 @@ export function startSimFleet(opts: { processes?: number } = {}): Send {
         await Promise.all(byChild.map((indices, c) => (indices.length ? children[c]!({ op: 'blackhole', indices }) : undefined)));
         return req.indices.length;
       }
+      case 'profile':
+        await Promise.all(children.map((c) => c({ ...req })));
+        return true;
       case 'cpu': {
         const each = await Promise.all(children.map((c) => c<number>({ op: 'cpu' })));
         return each.reduce((a, b) => a + b, 0);

@@ -52,6 +52,20 @@ describe('collect keeps mTLS channels to nodes between passes', () => {
     expect(collectAccessCache(h.deps).channels.size).toBe(2);
   });
 
+  it('reads the Kubernetes API over one kept connection per cluster', async () => {
+    await setup();
+    const kube = fleet!.kube;
+    await runCollectPass(h.deps);
+    nowMs += 60_000;
+    const second = await runCollectPass(h.deps);
+    expect(second.states.healthy).toBe(2);
+    // Both passes' reads (version, readyz, nodes, discovery, metrics) over the first pass's one connection.
+    for (const path of ['/version', '/readyz?verbose', '/api/v1/nodes', '/apis', '/apis/metrics.k8s.io/v1beta1/nodes']) {
+      expect(kube.requests.filter((r) => r === path)).toHaveLength(2);
+    }
+    expect(kube.handshakes).toBe(1);
+  });
+
   it('dials afresh with new credentials and closes the channels of the old ones', async () => {
     const { cp1, w1 } = await setup();
     await runCollectPass(h.deps);

@@ -111,6 +111,50 @@ describe('collect pass against Talos and Kubernetes sims', () => {
     expect(machineOf(body, 'cp1').state).toBe('healthy');
   });
 
+  it('finishes the pass when a cluster has no credentials, reading the clusters that have them', async () => {
+    // Reads wait until every cluster has queued its dials: a cluster that cannot dial must not hold them.
+    fleet = await startSimCluster(h, { tenant: 'home', machines: [{ name: 'cp1', role: 'controlplane' }, { name: 'w1', role: 'worker' }] });
+    const tenant = (await h.call('GET', `/v1/clusters/${fleet.clusterId}`)).body.tenant as string;
+    const other = await h.call('POST', '/v1/clusters', {
+      body: { tenant, name: 'c2', talosVersion: 'v1.13.9', kubernetesVersion: '1.36.3', endpoint: 'https://127.0.0.1:6443' },
+    });
+    expect(other.status).toBe(201);
+    const m = await h.call('POST', `/v1/clusters/${other.body.id}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal' } });
+    expect(m.status).toBe(201);
+    await h.call('PATCH', `/v1/clusters/${other.body.id}/machines/${m.body.id}`, { body: { address: '127.0.0.1:1' } });
+    await h.deps.database.client.execute({ sql: "UPDATE machines SET state = 'configured' WHERE id = ?", args: [m.body.id] });
+    await h.deps.database.client.execute({ sql: 'UPDATE clusters SET secrets_sealed = NULL WHERE id = ?', args: [other.body.id] });
+
+    const summary = await runCollectPass(h.deps);
+    expect(summary.clusters).toBe(2);
+    // Without credentials nothing is known about the node: unknown, not unreachable.
+    expect(summary).toMatchObject({ machines: 3, reached: 2, states: { healthy: 2, unknown: 1 } });
+    const body = await health(other.body.id);
+    expect(machineOf(body, 'cp1').lastError).toMatch(/no cluster credentials/);
+  });
+
+  it('reads a connected node only once every node of the pass is being dialled', async () => {
+    // Two read slots, four dials: cp1 and three dead nodes dial first; when cp1 is up, w4 takes its
+    // dial slot and w5 still waits for one, so cp1's read waits too, until w4 is up and w5 dialling.
+    h.deps.settings.collectConcurrency = 2;
+    h.deps.settings.collectDeadlineMs = 1_000;
+    const names = ['cp1', 'w1', 'w2', 'w3', 'w4', 'w5'];
+    fleet = await startSimCluster(h, { tenant: 'home', machines: names.map((name) => ({ name, role: name === 'cp1' ? ('controlplane' as const) : ('worker' as const) })) });
+    const sim = (name: string) => fleet!.machines[name]!.sim!;
+    for (const dead of ['w1', 'w2', 'w3', 'w5']) sim(dead).blackhole(true);
+    // What w4 had accepted when cp1's first call arrived.
+    const seen: number[] = [];
+    const calls = sim('cp1').calls;
+    const push = calls.push.bind(calls);
+    calls.push = (...items) => {
+      seen.push(sim('w4').handshakes.accepted);
+      return push(...items);
+    };
+    const summary = await runCollectPass(h.deps);
+    expect(summary.states).toMatchObject({ healthy: 2, unreachable: 4 });
+    expect(seen[0]).toBe(1);
+  });
+
   it('reports a missing etcd member as degraded with the reason', async () => {
     const onlyCp1 = [{ id: '101', hostname: 'cp1' }];
     fleet = await startSimCluster(h, {

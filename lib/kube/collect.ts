@@ -9,6 +9,7 @@ import { KubeApiError, httpError, transportError } from './errors.ts';
 import { kubeRequest } from './http.ts';
 import { parseCpuCores, parseMemoryBytes } from './quantity.ts';
 import { parseReadyzFailing } from './readyz.ts';
+import type { KubeTarget } from './kubeconfig.ts';
 import type { APIGroupList, CollectOptions, KubeNode, KubeNodeMetrics, KubeSnapshot, NodeList, NodeObject, VersionInfo } from './types.ts';
 
 export { parseReadyzFailing };
@@ -106,7 +107,8 @@ async function fetchMetrics(c: KubeConnection, budget: Budget): Promise<Pick<Kub
  * failure in the order version, readyz, nodes, discovery); a missing metrics API is not an error.
  */
 export async function collectKubernetes(
-  kubeconfigYaml: string,
+  /** An admin kubeconfig, or its target when the caller keeps one across collections (no YAML to parse each time). */
+  kubeconfig: string | KubeTarget,
   opts: CollectOptions & {
     /**
      * A keep-alive agent carrying the kubeconfig's TLS client identity, kept by the caller across
@@ -118,7 +120,7 @@ export async function collectKubernetes(
   const budget = startBudget(opts.deadlineMs, opts.signal);
   let conn: KubeConnection | undefined;
   try {
-    conn = openKubeConnection(kubeconfigYaml, opts.agent);
+    conn = openKubeConnection(kubeconfig, opts.agent);
     const c = conn;
     const readyzAt = `GET ${c.server}/readyz?verbose`;
 

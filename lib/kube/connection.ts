@@ -15,10 +15,10 @@ export interface KubeConnection {
 }
 
 /**
- * Reads the kubeconfig and builds its agent. `agent` reuses a caller's keep-alive agent (kept
- * across calls so they share TLS sessions) instead of making one.
+ * Reads the kubeconfig (or takes a target read before) and builds its agent. `agent` reuses a
+ * caller's keep-alive agent (kept across calls so they share TLS sessions) instead of making one.
  */
-export function openKubeConnection(kubeconfigYaml: string, agent?: https.Agent): KubeConnection {
-  const target = readKubeconfig(kubeconfigYaml);
+export function openKubeConnection(kubeconfig: string | KubeTarget, agent?: https.Agent): KubeConnection {
+  const target = typeof kubeconfig === 'string' ? readKubeconfig(kubeconfig) : kubeconfig;
   return { target, server: target.server, agent: agent ?? kubeAgent(target), ownAgent: !agent };
 }

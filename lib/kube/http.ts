@@ -25,7 +25,7 @@ export interface KubeRequestOptions {
  * A keep-alive agent for the target. The TLS context is built once here: an agent given PEMs
  * builds one, parsing every key and certificate, for each connection it opens.
  */
-export function kubeAgent(target: KubeTarget, opts: { idleMs?: number } = {}): https.Agent {
+export function kubeAgent(target: KubeTarget, opts: { idleMs?: number; maxSockets?: number } = {}): https.Agent {
   const secureContext = createSecureContext({
     ...(target.ca ? { ca: target.ca } : {}),
     ...(target.cert ? { cert: target.cert } : {}),
@@ -37,6 +37,7 @@ export function kubeAgent(target: KubeTarget, opts: { idleMs?: number } = {}): h
     rejectUnauthorized: !target.insecure,
     ...(target.servername ? { servername: target.servername } : {}),
     ...(opts.idleMs ? { timeout: opts.idleMs } : {}),
+    ...(opts.maxSockets ? { maxSockets: opts.maxSockets } : {}),
   });
 }
 

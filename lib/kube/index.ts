@@ -1,8 +1,10 @@
 import type * as KubeCollect from './collect.ts';
 import type { KubeSnapshot } from './types.ts';
+import type { KubeTarget } from './kubeconfig.ts';
 
 export { parseReadyzFailing } from './readyz.ts';
 export { KubeApiError, type KubeErrorCode } from './errors.ts';
+export type { KubeTarget } from './kubeconfig.ts';
 export { parseQuantity, parseCpuCores, parseMemoryBytes } from './quantity.ts';
 export type { CollectOptions, KubeNode, KubeNodeAddress, KubeNodeMetrics, KubeSnapshot } from './types.ts';
 
@@ -19,7 +21,7 @@ export function loadKubernetesClient(): Promise<typeof KubeCollect> {
   return (loading ??= import('./collect.ts'));
 }
 
-export async function collectKubernetes(kubeconfigYaml: string, opts: Parameters<typeof KubeCollect.collectKubernetes>[1]): Promise<KubeSnapshot> {
+export async function collectKubernetes(kubeconfig: string | KubeTarget, opts: Parameters<typeof KubeCollect.collectKubernetes>[1]): Promise<KubeSnapshot> {
   const { collectKubernetes: collect } = await loadKubernetesClient();
-  return collect(kubeconfigYaml, opts);
+  return collect(kubeconfig, opts);
 }

@@ -65,8 +65,11 @@ export class TalosApiClient {
   readonly mode: 'maintenance' | 'configured';
   private readonly creds: TalosChannelCredentials;
   private readonly machine: grpc.Client;
-  private readonly image: grpc.Client;
-  private readonly lifecycle: grpc.Client;
+  private readonly channelOptions: grpc.ChannelOptions;
+  // Made on first use, on the machine client's channel: most clients (a collect pass's) never
+  // pull an image or upgrade, and each grpc-js client costs its setup.
+  private imageClient: grpc.Client | undefined;
+  private lifecycleClient: grpc.Client | undefined;
 
   constructor(opts: TalosClientOptions) {
     const addr = parseNodeAddress(opts.address);
@@ -94,11 +97,24 @@ export class TalosApiClient {
       // Nodes reboot often during provisioning; retry the connection soon after they return.
       'grpc.initial_reconnect_backoff_ms': 250,
       'grpc.max_reconnect_backoff_ms': 5_000,
+      // Channelz keeps per-channel, per-subchannel and per-call statistics for an admin service
+      // this process never serves; without it a client is cheaper to set up and to call through.
+      'grpc.enable_channelz': 0,
     };
     this.machine = new services.MachineServiceClient(this.node, this.creds, channelOptions);
-    const shared = { ...channelOptions, channelOverride: this.machine.getChannel() } as grpc.ClientOptions;
-    this.image = new services.ImageServiceClient(this.node, this.creds, shared);
-    this.lifecycle = new services.LifecycleServiceClient(this.node, this.creds, shared);
+    this.channelOptions = channelOptions;
+  }
+
+  private sharedChannel(): grpc.ClientOptions {
+    return { ...this.channelOptions, channelOverride: this.machine.getChannel() } as grpc.ClientOptions;
+  }
+
+  private get image(): grpc.Client {
+    return (this.imageClient ??= new (loadTalosServices().ImageServiceClient)(this.node, this.creds, this.sharedChannel()));
+  }
+
+  private get lifecycle(): grpc.Client {
+    return (this.lifecycleClient ??= new (loadTalosServices().LifecycleServiceClient)(this.node, this.creds, this.sharedChannel()));
   }
 
   async applyConfiguration(input: ApplyConfigurationInput, opts?: CallOptions): Promise<ApplyConfigurationResult> {
@@ -300,8 +316,8 @@ export class TalosApiClient {
   }
 
   close(): void {
-    this.lifecycle.close();
-    this.image.close();
+    this.lifecycleClient?.close();
+    this.imageClient?.close();
     this.machine.close();
     this.creds.destroyAll();
   }

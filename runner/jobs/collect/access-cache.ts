@@ -1,18 +1,21 @@
 // Admin credentials per cluster, kept across collect passes, and the pooled mTLS channels that use
 // them. Minting signs a certificate and parsing the TLS context costs a few milliseconds per
-// cluster; a handshake per node per pass costs far more. An entry is replaced when the cluster's
-// sealed secrets (hence its CAs), its name or its Kubernetes endpoint change, or when it is older
-// than CREDENTIALS_TTL_MS; the channels of a replaced identity are closed at once.
+// cluster; a handshake per node per pass costs far more. The Kubernetes side is kept as the target
+// the kubeconfig would describe, not as YAML: rendering it and reading it back cost as much as
+// minting, every pass. An entry is replaced when the cluster's sealed secrets (hence its CAs), its
+// name or its Kubernetes endpoint change, or when it is older than CREDENTIALS_TTL_MS; the
+// channels of a replaced identity are closed at once.
 import { createHash } from 'node:crypto';
-import { Agent } from 'node:https';
-import { createSecureContext, type SecureContext } from 'node:tls';
-import { parse as parseYaml } from 'yaml';
+import type { Agent } from 'node:https';
+import type { SecureContext } from 'node:tls';
 import { createTalosClient, createTalosSecureContext, TalosChannelPool, type TalosApiClient } from '../../../lib/talos/api/index.ts';
-import { renderKubeconfig, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
+import { kubeAdminCredentials, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
+import { endpointSchema } from '../../../lib/talos/validate.ts';
+import { kubeAgent } from '../../../lib/kube/http.ts';
+import type { KubeTarget } from '../../../lib/kube/kubeconfig.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow } from '../../../functions/inventory/load.ts';
 import { openClusterSecrets } from '../../../functions/machine-config/secrets.ts';
-import { toNodeKeyPem } from '../../../lib/talos/pki.ts';
 
 /** The admin certificates are valid for a year; re-minting daily keeps them far from expiry. */
 export const CREDENTIALS_TTL_MS = 24 * 3_600_000;
@@ -20,9 +23,28 @@ export const CREDENTIALS_TTL_MS = 24 * 3_600_000;
 /** Kubernetes API connections idle this long are closed, like the Talos channels. */
 const KUBE_IDLE_MS = 5 * 60_000;
 
+/**
+ * One connection per cluster's API server: a pass's few small GETs queue on it rather than each
+ * opening its own (HTTP/1.1 has one request in flight per connection), so a cold pass pays one
+ * TLS handshake per cluster instead of four, on both ends.
+ */
+const KUBE_SOCKETS = 1;
+
 const destroyAgent = (e: Entry): void => {
-  e.kubeAgent.then((a) => a.destroy(), () => {});
+  e.kube?.then((k) => k.agent.destroy(), () => {});
 };
+
+interface TalosCredentials {
+  identity: string;
+  creds: ClientCredentials;
+  context: SecureContext;
+}
+
+/** The admin kubeconfig's target and a keep-alive agent carrying its identity. */
+export interface KubeAccess {
+  target: KubeTarget;
+  agent: Agent;
+}
 
 type AccessCluster = Pick<ClusterRow, 'id' | 'secretsSealed' | 'name' | 'endpoint'>;
 
@@ -31,21 +53,23 @@ interface Entry {
   name: string;
   endpoint: string;
   mintedAt: number;
-  talos: Promise<{ identity: string; creds: ClientCredentials; context: SecureContext }>;
-  kubeconfig: Promise<string>;
-  kubeAgent: Promise<Agent>;
+  /** Minted on first use, so a pass can mint one cluster's after another and dial each as soon as it has them. */
+  talos: Promise<TalosCredentials> | undefined;
+  mintTalos: () => Promise<TalosCredentials>;
+  /** Minted on first use: a pass reads the Kubernetes API after dialing every node, and minting is CPU the dials need. */
+  kube: Promise<KubeAccess> | undefined;
+  mintKube: () => Promise<KubeAccess>;
 }
 
-/** What a pass needs for one cluster: pooled Talos clients (never closed by the caller) and the kubeconfig. */
+/** What a pass needs for one cluster: pooled Talos clients (never closed by the caller) and the Kubernetes API. */
 export interface CollectAccess {
   talosClient(address: string): Promise<TalosApiClient>;
   /** Drops the pooled channel to `address`, e.g. after a failed read, so the next pass dials afresh. */
   discard(address: string): Promise<void>;
-  kubeconfig(): Promise<string>;
-  /** Keep-alive agent for the Kubernetes API, kept with the credentials (see CollectOptions.agent). */
-  kubeAgent(): Promise<Agent>;
-  /** Settles once every credential of the cluster is minted (or failed to be). */
-  ready(): Promise<void>;
+  /** The Kubernetes API: the admin kubeconfig's target and its keep-alive agent, kept with the credentials. */
+  kube(): Promise<KubeAccess>;
+  /** Mints the Talos credentials if need be; settles once they are minted (or failed to be). */
+  talosReady(): Promise<void>;
 }
 
 /** Identity of an mTLS client: the CA it trusts and the certificate it presents. */
@@ -63,7 +87,7 @@ export class CollectAccessCache {
 
   access(deps: Pick<Deps, 'sealer'>, cluster: AccessCluster): CollectAccess {
     const entry = this.entryFor(deps, cluster);
-    const talos = (): Promise<{ identity: string; creds: ClientCredentials; context: SecureContext }> => entry.talos;
+    const talos = (): Promise<TalosCredentials> => (entry.talos ??= entry.mintTalos());
     return {
       talosClient: async (address) => {
         const t = await talos();
@@ -74,10 +98,9 @@ export class CollectAccessCache {
       discard: async (address) => {
         this.channels.discard(address, (await talos()).identity);
       },
-      kubeconfig: () => entry.kubeconfig,
-      kubeAgent: () => entry.kubeAgent,
-      ready: async () => {
-        await Promise.allSettled([entry.talos, entry.kubeconfig, entry.kubeAgent]);
+      kube: () => (entry.kube ??= entry.mintKube()),
+      talosReady: async () => {
+        await Promise.allSettled([talos()]);
       },
     };
   }
@@ -95,57 +118,53 @@ export class CollectAccessCache {
     if (cur) {
       this.entries.delete(cluster.id);
       // Channels authenticated with the replaced certificate must not outlive it.
-      cur.talos.then((t) => this.channels.invalidate(t.identity), () => {});
+      cur.talos?.then((t) => this.channels.invalidate(t.identity), () => {});
       destroyAgent(cur);
     }
     // Throws (no secrets) before anything is cached, so the next pass tries again.
     const secrets = openClusterSecrets(deps, cluster);
-    const talos = talosAdminCredentials(secrets).then((creds) => ({
-      identity: credentialsIdentity(creds),
-      creds,
-      context: createTalosSecureContext(creds.caPem, creds.certPem, creds.keyPem),
-    }));
-    const kubeconfig = renderKubeconfig({ clusterName: cluster.name, endpoint: cluster.endpoint, secrets });
     const entry: Entry = {
       sealed: cluster.secretsSealed,
       name: cluster.name,
       endpoint: cluster.endpoint,
       mintedAt: this.now(),
-      talos,
-      kubeconfig,
-      kubeAgent: kubeconfig.then(kubeAgentFor),
+      talos: undefined,
+      mintTalos: () => {
+        const talos = talosAdminCredentials(secrets).then((creds) => ({
+          identity: credentialsIdentity(creds),
+          creds,
+          context: createTalosSecureContext(creds.caPem, creds.certPem, creds.keyPem),
+        }));
+        talos.catch(forget);
+        return talos;
+      },
+      kube: undefined,
+      mintKube: () => {
+        const kube = kubeAccess(cluster.endpoint, secrets);
+        kube.catch(forget);
+        return kube;
+      },
     };
     // A failed mint is not kept: the next pass mints again.
     const forget = (): void => {
       if (this.entries.get(cluster.id) === entry) this.entries.delete(cluster.id);
     };
-    talos.catch(forget);
-    entry.kubeconfig.catch(forget);
-    entry.kubeAgent.catch(forget);
     this.entries.set(cluster.id, entry);
     return entry;
   }
 }
 
-type KubeconfigDoc = {
-  clusters?: { cluster?: Record<string, string> }[];
-  users?: { user?: Record<string, string> }[];
-};
-
 /**
- * The keep-alive agent carries the kubeconfig's own admin certificate (minting a second one per
- * cluster cost as much again), with one TLS context built here: an agent given PEMs builds a
- * context, parsing every key and certificate, for each connection it opens.
+ * What renderKubeconfig's admin kubeconfig would give readKubeconfig (the same endpoint check, a
+ * fresh admin certificate from the cluster's Kubernetes CA), built directly; its agent carries
+ * one TLS context built here, not one per connection.
  */
-function kubeAgentFor(kubeconfigYaml: string): Agent {
-  const doc = parseYaml(kubeconfigYaml) as KubeconfigDoc;
-  const pem = (b64: string | undefined): string => Buffer.from(b64 ?? '', 'base64').toString('utf8');
-  const secureContext = createSecureContext({
-    ca: pem(doc.clusters?.[0]?.cluster?.['certificate-authority-data']),
-    cert: pem(doc.users?.[0]?.user?.['client-certificate-data']),
-    key: toNodeKeyPem(pem(doc.users?.[0]?.user?.['client-key-data'])),
-  });
-  return new Agent({ keepAlive: true, secureContext, timeout: KUBE_IDLE_MS });
+async function kubeAccess(endpoint: string, secrets: Parameters<typeof kubeAdminCredentials>[0]): Promise<KubeAccess> {
+  const server = endpointSchema.safeParse(endpoint);
+  if (!server.success) throw new Error('endpoint: must be https://host:port (IPv6 as [addr])');
+  const creds = await kubeAdminCredentials(secrets);
+  const target: KubeTarget = { server: server.data, ca: creds.caPem, cert: creds.certPem, key: creds.keyPem, insecure: false };
+  return { target, agent: kubeAgent(target, { idleMs: KUBE_IDLE_MS, maxSockets: KUBE_SOCKETS }) };
 }
 
 const caches = new WeakMap<object, CollectAccessCache>();

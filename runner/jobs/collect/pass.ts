@@ -62,27 +62,65 @@ interface Target {
 interface PassLimits {
   read: Limiter;
   dial: Limiter;
+  /** Minting the clusters' Talos credentials, MINTS_AT_ONCE at a time. */
+  mint: Limiter;
+  /** Settles once every dial of the pass has started (see readTarget). */
+  dialsStarted(): Promise<void>;
+}
+
+/** Settles once each of `keys` was marked done (a key marked twice counts once). */
+function countdown(keys: readonly string[]): { done(key: string): void; all: Promise<void> } {
+  const left = new Set(keys);
+  let resolve!: () => void;
+  const all = new Promise<void>((r) => (resolve = r));
+  if (left.size === 0) resolve();
+  return {
+    all,
+    done: (key) => {
+      if (left.delete(key) && left.size === 0) resolve();
+    },
+  };
 }
 
 /**
  * How many nodes a pass may be dialing at once, per node it may be reading. A dial mostly waits
  * (TCP, handshake, or a node that never answers), so it does not take a read slot: holding one for
  * the whole deadline of a dead node pushed every node queued behind it, and the pass ended one
- * deadline after the last dead node was reached. Not more than one dial per read slot: on a busy
- * two-core box, 2 to 8 times as many handshakes at once made them all finish late, and healthy
- * nodes missed the deadline.
+ * deadline after the last dead node was reached. Reads wait for the dials (readTarget), so the
+ * handshakes of a cold pass have the CPU to themselves: two dials per read slot start the dead
+ * nodes' deadlines sooner; four at once made handshakes on a busy two-core box finish so late that
+ * healthy nodes missed the deadline.
  */
-const DIALS_PER_READ = 1;
+const DIALS_PER_READ = 2;
+
+/**
+ * Clusters whose Talos credentials are minted at once. Minting is CPU-bound (a few milliseconds a
+ * cluster on a cold runner): minted all together they were all ready only at the end, and no node
+ * was dialled before; a few at a time, a cluster's nodes are dialled as soon as it has them, and
+ * the steps minting hands to the thread pool (key generation, signing) overlap. One at a time
+ * left the event loop idle between those steps and paced the dials of a cold pass.
+ */
+const MINTS_AT_ONCE = 4;
 
 // Dials first (its own limit), then reads with a read slot: a node that never connects costs its
-// deadline in parallel with everything else, not a read slot. The channel stays open for the next
+// deadline in parallel with everything else, not a read slot. A connected node's read waits until
+// every dial of the pass has started: the pass cannot end before the last dead node's deadline,
+// which runs from its dial, so reads interleaved with the dials of a cold pass (handshakes, all
+// CPU) pushed that start, and the end, later; read after the dials, they overlap those deadlines.
+// A read's own deadlines run from its calls, so the wait costs it nothing. The channel stays open for the next
 // pass unless the read failed: a node that did not answer (or refused us) is dialled afresh next
 // time rather than left reconnecting in the background.
 async function readTarget(access: CollectAccess, address: string, m: MachineRow, limits: PassLimits, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
   let read: NodeRead;
   try {
-    const client = await access.talosClient(address);
-    await limits.dial(() => client.connect(opts));
+    // Handed to the dial limiter at once (not after an await), so a cluster's dials are queued
+    // by the time it tells the pass so (collectCluster).
+    const client = await limits.dial(async () => {
+      const c = await access.talosClient(address);
+      await c.connect(opts);
+      return c;
+    });
+    await limits.dialsStarted();
     read = await limits.read(() => readNode(client, m.role, opts));
   } catch (err) {
     read = { talos: { error: callError(err) }, hostname: null, partialError: null };
@@ -91,6 +129,7 @@ async function readTarget(access: CollectAccess, address: string, m: MachineRow,
   return read;
 }
 
+/** `dialsQueued` is called once every dial of the cluster is queued (or there is none). */
 async function collectCluster(
   deps: Deps,
   cluster: ClusterRow,
@@ -99,6 +138,7 @@ async function collectCluster(
   at: number,
   signal: AbortSignal | undefined,
   previous: Map<string, TalosCpuStat>,
+  dialsQueued: () => void,
 ): Promise<ClusterOutcome> {
   const deadlineMs = deps.settings.collectDeadlineMs;
   const skipped: SkippedMachine[] = [];
@@ -125,14 +165,18 @@ async function collectCluster(
     return finish(cluster, base, targets.map((machine) => ({ machine, read: { talos: { error }, hostname: null, partialError: null } })), { error }, previous);
   }
   const opts = { deadlineMs, ...(signal ? { signal } : {}) };
-  const kube = limits.read(async (): Promise<KubeSnapshot | Failed> => {
+  await limits.mint(() => access.talosReady());
+  const reads = targets.map(async (machine): Promise<Target> => ({ machine, read: await readTarget(access, dial(machine)!, machine, limits, opts) }));
+  dialsQueued();
+  // Like a node's read, after every dial has started (readTarget).
+  const kube = limits.dialsStarted().then(() => limits.read(async (): Promise<KubeSnapshot | Failed> => {
     try {
-      return await collectKubernetes(await access.kubeconfig(), { deadlineMs, agent: await access.kubeAgent(), ...(signal ? { signal } : {}) });
+      const { target, agent } = await access.kube();
+      return await collectKubernetes(target, { deadlineMs, agent, ...(signal ? { signal } : {}) });
     } catch (err) {
       return kubeFailure(err);
     }
-  });
-  const reads = targets.map(async (machine): Promise<Target> => ({ machine, read: await readTarget(access, dial(machine)!, machine, limits, opts) }));
+  }));
   return finish(cluster, base, await Promise.all(reads), await kube, previous);
 }
 
@@ -188,28 +232,28 @@ export async function runCollectPass(deps: Deps, opts: PassOptions = {}): Promis
   const byCluster = new Map<string, MachineRow[]>();
   for (const m of rows) byCluster.set(m.clusterId, [...(byCluster.get(m.clusterId) ?? []), m]);
 
+  const queued = countdown(list.map((c) => c.id));
+  const dial = createLimiter(deps.settings.collectConcurrency * DIALS_PER_READ);
   const limits: PassLimits = {
     read: createLimiter(deps.settings.collectConcurrency),
-    dial: createLimiter(deps.settings.collectConcurrency * DIALS_PER_READ),
+    dial,
+    mint: createLimiter(MINTS_AT_ONCE),
+    dialsStarted: () => queued.all.then(() => dial.started()),
   };
   const states: Record<HealthState, number> = { healthy: 0, degraded: 0, unreachable: 0, unknown: 0 };
   let reached = 0;
   let machineCount = 0;
   // Before any call starts its deadline: loading the client stalls the event loop.
   if (list.length) await loadKubernetesClient();
-  // Every cluster's credentials before any node is dialled: minting is CPU-bound (tens of
-  // milliseconds a cluster on a cold runner), and a dial started meanwhile spends its deadline
-  // waiting for the event loop. A cluster that cannot get any is reported by collectCluster.
-  await Promise.all(list.map(async (cluster) => {
-    try {
-      await collectAccessCache(deps).access(deps, cluster).ready();
-    } catch {
-      // no secrets: collectCluster records it
-    }
-  }));
   // Every node's CPU counters of the pass before, in one query: the utilisation is their delta.
   const previous = await previousCpuOf(deps, rows.filter((m) => !skipReason(m)).map((m) => m.id));
-  const outcomes = await Promise.all(list.map((cluster) => collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limits, at, opts.signal, previous)));
+  const outcomes = await Promise.all(
+    list.map((cluster) => {
+      const dialsQueued = (): void => queued.done(cluster.id);
+      // A cluster that ends early (nothing to dial, no credentials, an error) has no dial left to queue.
+      return collectCluster(deps, cluster, byCluster.get(cluster.id) ?? [], limits, at, opts.signal, previous, dialsQueued).finally(dialsQueued);
+    }),
+  );
   const failed = await storePassOutcomes(deps, outcomes);
   for (const [i, outcome] of outcomes.entries()) {
     const cluster = list[i]!;

@@ -90,6 +90,8 @@ export interface KubeSim {
   ca: TestCa;
   /** Paths (with query) of every request answered or held, in arrival order. */
   requests: string[];
+  /** TLS handshakes completed, i.e. connections a client opened and kept. */
+  readonly handshakes: number;
   setNode(name: string, spec: SimNodeSpec): void;
   removeNode(name: string): void;
   setReadyz(ok: boolean, failing?: string[]): void;
@@ -133,6 +135,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   let holeOn = false;
   const requests: string[] = [];
   const writes: KubeWrite[] = [];
+  let handshakes = 0;
   const pods = new Map<string, SimPodSpec & { terminating: boolean }>();
   const pdbs = new Map<string, SimPdb>();
   const daemonSets = new Map<string, SimDaemonSet>();
@@ -440,6 +443,12 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       }, latencyMs);
       timers.add(t);
   }
+  // An API server keeps idle connections far longer than Node's default 5 s (Go's for minutes):
+  // a client's keep-alive connection outlives the minute between two collect passes.
+  tlsServer.keepAliveTimeout = 120_000;
+  tlsServer.on('secureConnection', () => {
+    handshakes++;
+  });
   tlsServer.on('tlsClientError', (_err, tlsSocket) => {
     // Handshakes the client abandons (it distrusts our certificate) are expected in the suites.
     tlsSocket.destroy();
@@ -464,6 +473,9 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     url,
     ca,
     requests,
+    get handshakes() {
+      return handshakes;
+    },
     writes,
     setPod: (pod) => void pods.set(podKey(pod.namespace, pod.name), { ...pod, terminating: false }),
     pods: (nodeName) => [...pods.values()].filter((p) => nodeName === undefined || p.nodeName === nodeName).map(({ terminating: _t, ...p }) => p),
