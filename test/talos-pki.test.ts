@@ -15,6 +15,18 @@ describe('talos pki', () => {
     expect(decodePem(pem + encodePem('OTHER', Buffer.from([1])))).toHaveLength(2);
   });
 
+  it('issues from several CAs in turn, each leaf signed by its own CA (the parsed issuer is kept per CA)', async () => {
+    const a = await createCa({ algorithm: 'ed25519', subject: { organizations: ['talos'] } });
+    const b = await createCa({ algorithm: 'ed25519', subject: { organizations: ['talos'] } });
+    const k = await createCa({ algorithm: 'ecdsa-p256', subject: { organizations: ['kubernetes'] } });
+    for (const [ca, other] of [[a, b], [b, a], [a, k], [k, a]] as const) {
+      const leaf = new X509Certificate((await issueLeaf({ ca, usage: 'client', subject: { organizations: ['os:admin'] } })).certPem);
+      expect(leaf.verify(new X509Certificate(ca.certPem).publicKey)).toBe(true);
+      expect(leaf.verify(new X509Certificate(other.certPem).publicKey)).toBe(false);
+      expect(leaf.checkIssued(new X509Certificate(ca.certPem))).toBe(true);
+    }
+  });
+
   it('makes an Ed25519 CA whose key uses the Talos label and Node can load after relabelling', async () => {
     const ca = await createCa({ algorithm: 'ed25519', subject: { organizations: ['talos'] } });
     expect(ca.keyPem.startsWith('-----BEGIN ED25519 PRIVATE KEY-----\n')).toBe(true);

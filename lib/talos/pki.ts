@@ -1,5 +1,5 @@
 import type * as x509 from '@peculiar/x509';
-import { createPrivateKey, generateKeyPair, randomBytes, webcrypto } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPair, randomBytes, webcrypto } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { decodeSinglePem, encodePem } from './pem.ts';
 
@@ -138,6 +138,37 @@ export async function createCa(options: CreateCaOptions): Promise<CertAndKey> {
   return { certPem: cert.toString('pem') + '\n', keyPem: await exportTalosKeyPem(keys.privateKey) };
 }
 
+interface Issuer {
+  caCert: x509.X509Certificate;
+  signer: { key: CryptoKey; algorithm: KeyAlgorithm };
+  /** The same for every certificate the CA issues. */
+  authorityKeyId: x509.AuthorityKeyIdentifierExtension;
+}
+
+const issuers = new Map<string, Promise<Issuer>>();
+const MAX_ISSUERS = 64;
+
+/**
+ * A CA parsed and its key imported once per process: parsing the certificate is most of what
+ * issuing costs, and a cold collect pass issues two certificates for every cluster. Keyed by a
+ * digest so the map holds no key material of its own; bounded, oldest first out.
+ */
+function issuerOf(ca: CertAndKey): Promise<Issuer> {
+  const id = createHash('sha256').update(ca.certPem).update('\0').update(ca.keyPem).digest('base64');
+  let issuer = issuers.get(id);
+  if (!issuer) {
+    issuer = (async () => {
+      const X509 = await loadX509();
+      const caCert = new X509.X509Certificate(ca.certPem);
+      return { caCert, signer: await importSigningKey(ca.keyPem), authorityKeyId: await X509.AuthorityKeyIdentifierExtension.create(caCert, false, crypto) };
+    })();
+    if (issuers.size >= MAX_ISSUERS) issuers.delete(issuers.keys().next().value!);
+    issuers.set(id, issuer);
+    issuer.catch(() => issuers.delete(id));
+  }
+  return issuer;
+}
+
 export type LeafUsage = 'client' | 'server';
 
 export interface IssueLeafOptions {
@@ -156,8 +187,7 @@ export interface IssueLeafOptions {
  */
 export async function issueLeaf(options: IssueLeafOptions): Promise<CertAndKey> {
   const X509 = await loadX509();
-  const caCert = new X509.X509Certificate(options.ca.certPem);
-  const signer = await importSigningKey(options.ca.keyPem);
+  const { caCert, signer, authorityKeyId } = await issuerOf(options.ca);
   const keys = await generateKeys(signer.algorithm);
   const sans: x509.JsonGeneralName[] = [
     ...(options.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
@@ -170,7 +200,7 @@ export async function issueLeaf(options: IssueLeafOptions): Promise<CertAndKey> 
       options.usage === 'client' ? X509.ExtendedKeyUsage.clientAuth : X509.ExtendedKeyUsage.serverAuth,
     ]),
     await X509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-    await X509.AuthorityKeyIdentifierExtension.create(caCert, false, crypto),
+    authorityKeyId,
   ];
   if (sans.length > 0) extensions.push(new X509.SubjectAlternativeNameExtension(sans, false));
   const cert = await X509.X509CertificateGenerator.create(
