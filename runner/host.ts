@@ -16,14 +16,18 @@ import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { parseKey32 } from '../lib/crypto/key-text.ts';
 import { createLogger } from '../lib/log.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import type { RunnerMeshHub } from '../lib/mesh/hub-sync.ts';
 import { DEFAULT_INTERFACE, loadHub } from '../lib/mesh/store.ts';
 import { startCron } from './cron.ts';
-import { createPromMetrics } from './metrics.ts';
+import { deferredMetrics } from './deferred-metrics.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
 import { createWorker } from './worker.ts';
+
+// Long enough to stay out of the start, short enough that the process metrics cover nearly all of it.
+const METRICS_LOAD_AFTER_MS = 3_000;
 
 export interface Host {
   url: string;
@@ -54,6 +58,10 @@ export async function startHost(
   const clock = systemClock;
   if (!config.adminToken) await ensureAdminToken(database.db, config.dataDir, clock.now(), print);
 
+  const metrics = deferredMetrics(async () => (await import('./metrics.ts')).createPromMetrics(() => deps), {
+    loadAfterMs: METRICS_LOAD_AFTER_MS,
+    onError: (err) => log.error('metrics not loaded', { error: errorMessage(err) }),
+  });
   const deps: Deps = assembleDeps({
     database,
     masterKey,
@@ -78,7 +86,7 @@ export async function startHost(
     },
     // Certificate code (x509, asn1) loads with the first cluster created, not at start.
     newClusterSecrets: async () => (await import('../lib/talos/secrets.ts')).generateSecrets(),
-    metrics: createPromMetrics(() => deps),
+    metrics,
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
   // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
@@ -126,6 +134,7 @@ export async function startHost(
     stop() {
       stopped ??= (async () => {
         cron.stop();
+        metrics.stop();
         // The listener is also tofu's state backend: it keeps serving until every run (and so
         // every tofu child) has ended, or tofu's final state upload would fail and its
         // resources would be missing from the stored state.
