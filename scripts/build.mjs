@@ -9,10 +9,20 @@
 //
 //   node scripts/build.mjs             build
 //   node scripts/build.mjs --if-stale  build only when dist/ is missing or older than a source
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { cp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
-import process from 'node:process';
+import { createRequire, isBuiltin } from 'node:module';
+
+// Built-ins through require(), not `import`: `npm start` loads this module first thing, and an
+// import of node:fs or node:process builds its ES module facade, which runs every lazy getter
+// (fs streams, stdin). See builtinAsRequirePlugin below for the bundle.
+const require = createRequire(import.meta.url);
+/** @type {typeof import('node:fs')} */
+const { readdirSync, readFileSync, statSync } = require('node:fs');
+/** @type {typeof import('node:fs/promises')} */
+const { cp, mkdir, readFile, rm, stat, writeFile } = require('node:fs/promises');
+/** @type {typeof import('node:path')} */
+const { join, relative, sep } = require('node:path');
+/** @type {NodeJS.Process} */
+const process = require('node:process');
 
 export const ROOT = join(import.meta.dirname, '..');
 export const DIST = join(ROOT, 'dist');
@@ -45,14 +55,17 @@ async function exists(path) {
  */
 function newestSource() {
   let newest = 0;
-  const visit = (path) => {
-    if (SKIP.test(relative(ROOT, path))) return;
+  // Paths are joined as strings, relative to ROOT: path.join and path.relative on every file
+  // were most of this walk's time.
+  const visit = (rel) => {
+    if (SKIP.test(rel)) return;
+    const path = `${ROOT}${sep}${rel}`;
     const st = statSync(path, { throwIfNoEntry: false });
     if (!st) return;
     newest = Math.max(newest, st.mtimeMs);
-    if (st.isDirectory()) for (const e of readdirSync(path)) visit(join(path, e));
+    if (st.isDirectory()) for (const e of readdirSync(path)) visit(`${rel}/${e}`);
   };
-  for (const p of [...CODE_DIRS, ...ASSETS, ...CONFIG_FILES]) visit(join(ROOT, p));
+  for (const p of [...CODE_DIRS, ...ASSETS, ...CONFIG_FILES]) visit(p);
   return newest;
 }
 
@@ -83,6 +96,26 @@ const sourceUrlPlugin = {
       const own = JSON.stringify(`../${rel.replace(/\.ts$/, '.js')}`);
       return { contents: text.replaceAll('import.meta.url', `new URL(${own}, import.meta.url).href`), loader: 'ts' };
     });
+  },
+};
+
+/**
+ * `import … from 'node:http'` in an ES module makes Node build the built-in's ES module facade,
+ * which reads every export once: that runs the lazy getters, so node:http loads undici's fetch,
+ * node:process opens stdin as a stream, node:crypto builds webcrypto. A `require()` of the same
+ * built-in runs none of them. So the bundle's static imports of built-ins become requires (the
+ * banner's createRequire); esbuild's interop reads each binding only where the code uses it.
+ */
+const builtinAsRequirePlugin = {
+  name: 'builtin-as-require',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_:/0-9]+$/ }, (args) =>
+      args.kind === 'import-statement' && isBuiltin(args.path) ? { path: args.path, namespace: 'node-builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path.startsWith('node:') ? args.path : `node:${args.path}`)});`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -123,7 +156,7 @@ export async function build() {
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'error',
-    plugins: [sourceUrlPlugin],
+    plugins: [sourceUrlPlugin, builtinAsRequirePlugin],
     metafile: true,
   });
   // Which modules each output file holds and what it imports, statically or not: the test that
