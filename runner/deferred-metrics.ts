@@ -1,7 +1,7 @@
 // prom-client (with the OpenTelemetry API it loads for its process metrics) took about a tenth of
 // the runner's start-up CPU, yet nothing reads a metric before the first scrape. So the runner
-// starts with this stand-in: it keeps what is recorded meanwhile (small aggregates, not events) and
-// hands it to the real metrics once they are loaded, at the first scrape or a few seconds after
+// starts with this stand-in: it keeps what is recorded meanwhile (request counts by label, run durations) and
+// hands it to the real metrics once they are loaded, at the first scrape or shortly after
 // the start, whichever comes first, so the process metrics (GC, event-loop lag) start soon too.
 import type { Metrics } from '../functions/ops/http-metrics.ts';
 
