@@ -21,6 +21,13 @@ export interface AppOptions {
   dashboard?: DashboardOptions;
 }
 
+const mounters = new WeakMap<object, () => Promise<void>>();
+
+/** Mounts now the routes createApp left for the first request (the runner, once it is up). */
+export function mountRoutesNow(app: App): Promise<void> {
+  return mounters.get(app)?.() ?? Promise.resolve();
+}
+
 /** The Execution context of a Workers request; Hono throws on the runner, which has none. */
 function executionContextOf(c: Context<AppEnv>) {
   try {
@@ -42,14 +49,10 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   // the same routes with no such step.
   const app = new Hono<AppEnv>({ router: new TrieRouter() });
 
-  // First, so the request that mounts the routes ran no other middleware (counting, the
-  // failed-authentication limit) before it runs through the mounted app. TrieRouter takes routes
-  // added after the first request; Hono's default router would refuse them.
   let mounted = false;
   let mounting: Promise<void> | undefined;
-  app.use(async (c, next) => {
-    if (mounted || matchedRoutes(c).some((r) => r.method !== 'ALL')) return next();
-    await (mounting ??= import('./mount-routes.ts').then(
+  const mount = () =>
+    (mounting ??= import('./mount-routes.ts').then(
       (m) => {
         m.mountRoutes(app, opts);
         mounted = true;
@@ -60,6 +63,13 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
         throw err;
       },
     ));
+  mounters.set(app, mount);
+  // First, so the request that mounts the routes ran no other middleware (counting, the
+  // failed-authentication limit) before it runs through the mounted app. TrieRouter takes routes
+  // added after the first request; Hono's default router would refuse them.
+  app.use(async (c, next) => {
+    if (mounted || matchedRoutes(c).some((r) => r.method !== 'ALL')) return next();
+    await mount();
     return app.fetch(c.req.raw, c.env, executionContextOf(c));
   });
   app.use(async (c, next) => {

@@ -5,7 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { localWorkerId } from './lease-owner.ts';
 import { openDatabase, runMigrations } from '../db/client.ts';
-import { createApp, type AppOptions } from '../functions/app.ts';
+import { createApp, mountRoutesNow, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
 import { closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
@@ -26,9 +26,11 @@ import { deferredMetrics } from './deferred-metrics.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
 import { createWorker } from './worker.ts';
 
-// prom-client loads this long after the start (or at the first scrape): out of the way of the
-// first requests, soon enough that its process metrics miss little and idle memory includes it.
-const METRICS_LOAD_AFTER_MS = 1_000;
+// What the start leaves out (prom-client, the routes other than the probes) is loaded this long
+// after it, unless a scrape or a request needs it sooner: out of the way of the start, soon enough
+// that the process metrics miss little, the first API request does not wait, and idle memory
+// includes it all.
+const WARM_UP_AFTER_MS = 1_000;
 
 export interface Host {
   url: string;
@@ -60,7 +62,7 @@ export async function startHost(
   if (!config.adminToken) await ensureAdminToken(database.db, config.dataDir, clock.now(), print);
 
   const metrics = deferredMetrics(async () => (await import('./metrics.ts')).createPromMetrics(() => deps), {
-    loadAfterMs: METRICS_LOAD_AFTER_MS,
+    loadAfterMs: WARM_UP_AFTER_MS,
     onError: (err) => log.error('metrics not loaded', { error: errorMessage(err) }),
   });
   const deps: Deps = assembleDeps({
@@ -124,6 +126,10 @@ export async function startHost(
   });
   worker.start();
   const cron = startCron(cronJobs(deps), log);
+  const warmUp = setTimeout(() => {
+    mountRoutesNow(app).catch((err: unknown) => log.error('routes not mounted', { error: errorMessage(err) }));
+  }, WARM_UP_AFTER_MS);
+  warmUp.unref();
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
   log.info('runner started', { url: `http://${shownHost}:${port}`, database: database.local ? 'embedded' : 'remote' });
 
@@ -135,6 +141,7 @@ export async function startHost(
     stop() {
       stopped ??= (async () => {
         cron.stop();
+        clearTimeout(warmUp);
         metrics.stop();
         // The listener is also tofu's state backend: it keeps serving until every run (and so
         // every tofu child) has ended, or tofu's final state upload would fail and its

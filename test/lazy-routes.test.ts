@@ -2,6 +2,7 @@
 // request no probe answers (functions/app.ts). That request, and any racing it, must be answered
 // exactly as by an eagerly mounted app: same auth, body limit, 404s, and one count per request.
 import { afterEach, describe, expect, it } from 'vitest';
+import { mountRoutesNow } from '../functions/app.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 
 let h: Harness | undefined;
@@ -72,5 +73,18 @@ describe('routes mounted on first use', () => {
     expect(counts.get('GET /v1/tenants 200')).toBe(1);
     expect(counts.get('POST /v1/tenants 400')).toBe(1);
     expect(counts.get('POST /v1/tenants 413')).toBe(1);
+  });
+});
+
+describe('mountRoutesNow', () => {
+  it('mounts without a request, once, and requests then go straight to the routes', async () => {
+    h = await createHarness();
+    await Promise.all([mountRoutesNow(h.app), mountRoutesNow(h.app)]);
+    const count = h.app.routes.length;
+    expect(apiRoutes(h).some((r) => r.method === 'POST' && r.path === '/v1/tenants')).toBe(true);
+    expect((await h.call('POST', '/v1/tenants', { body: { name: 'home' } })).status).toBe(201);
+    await mountRoutesNow(h.app);
+    expect(h.app.routes.length).toBe(count);
+    expect((await requestCounts(h)).get('POST /v1/tenants 201')).toBe(1);
   });
 });
