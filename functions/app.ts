@@ -41,7 +41,8 @@ function executionContextOf(c: Context<AppEnv>) {
  * The whole HTTP surface; the runner and the tests build it the same way, with their own deps.
  * The probes (/healthz, /readyz, /metrics) are mounted here; every other route module is imported
  * and mounted (functions/mount-routes.ts) by the first request no probe answers, which then runs
- * through the whole app again, so it meets exactly the handlers and order an eager mount has.
+ * through the whole app again, so it meets exactly the handlers and order an eager mount has
+ * (the runner also mounts them itself shortly after its start: mountRoutesNow).
  */
 export function createApp(deps: Deps, opts: AppOptions = {}) {
   // TrieRouter: Hono's default (SmartRouter → RegExpRouter) compiles one regex over all ~200

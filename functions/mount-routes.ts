@@ -1,6 +1,7 @@
 // Every route module but the probes, mounted into the app by createApp (functions/app.ts) on the
-// first request no probe answers: importing and constructing them (their zod schemas, the
-// dashboard, the OpenAPI document) was a large part of the runner's start, and a probe needs none.
+// first request no probe answers, or when the runner asks (mountRoutesNow): importing and
+// constructing them (their zod schemas, the dashboard, the OpenAPI document) was a large part of
+// the runner's start, and a probe needs none.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { etcdSnapshotRoutes } from './etcd/routes.ts';
