@@ -23,6 +23,7 @@ import type { RunnerMeshHub } from '../lib/mesh/hub-sync.ts';
 import { DEFAULT_INTERFACE, loadHub } from '../lib/mesh/store.ts';
 import { startCron } from './cron.ts';
 import { deferredMetrics } from './deferred-metrics.ts';
+import { idleGc } from './idle-gc.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
 import { createWorker } from './worker.ts';
 
@@ -31,6 +32,8 @@ import { createWorker } from './worker.ts';
 // that the process metrics miss little, the first API request does not wait, and idle memory
 // includes it all.
 const WARM_UP_AFTER_MS = 1_000;
+// Runs queued back to back (a cron tick's, a retry) start within this: no GC between them.
+const GC_AFTER_RUNS_MS = 1_000;
 
 export interface Host {
   url: string;
@@ -116,9 +119,10 @@ export async function startHost(
   });
   await removePartialBackups(config.dataDir);
 
+  const gcWhenIdle = idleGc({ delayMs: GC_AFTER_RUNS_MS, onError: (err) => log.warn('gc after runs failed', { error: errorMessage(err) }) });
   const worker = createWorker({
     deps,
-    executors: opts.executors ?? executors(),
+    executors: gcWhenIdle.wrap(opts.executors ?? executors()),
     workerId: localWorkerId(),
     leaseMs: config.leaseMs,
     concurrency: config.workerConcurrency,
@@ -142,6 +146,7 @@ export async function startHost(
       stopped ??= (async () => {
         cron.stop();
         clearTimeout(warmUp);
+        gcWhenIdle.stop();
         metrics.stop();
         // The listener is also tofu's state backend: it keeps serving until every run (and so
         // every tofu child) has ended, or tofu's final state upload would fail and its
