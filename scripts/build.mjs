@@ -9,11 +9,11 @@
 //
 //   node scripts/build.mjs             build
 //   node scripts/build.mjs --if-stale  build only when dist/ is missing or older than a source
-import { createRequire, isBuiltin } from 'node:module';
+import { createRequire } from 'node:module';
 
 // Built-ins through require(), not `import`: `npm start` loads this module first thing, and an
-// import of node:fs or node:process builds its ES module facade, which runs every lazy getter
-// (fs streams, stdin). See builtinAsRequirePlugin below for the bundle.
+// import of node:process builds its ES module facade, which runs every lazy getter (stdin as a
+// stream; node:fs's facade loads its streams). See processAsRequirePlugin below for the bundle.
 const require = createRequire(import.meta.url);
 /** @type {typeof import('node:fs')} */
 const { readdirSync, readFileSync, statSync } = require('node:fs');
@@ -31,7 +31,13 @@ const STAMP = join(DIST, '.build-stamp.json');
 // Bundled from these folders (the entry points below import nothing else of the tree).
 const CODE_DIRS = ['runner', 'functions', 'lib', 'db', 'cli'];
 // Each lands at dist/<folder>/<name>.js, one level below dist/ like every chunk (dist/chunks/).
-const ENTRY_POINTS = ['runner/main.ts', 'runner/addon-main.ts', 'cli/main.ts'];
+// The runner and the CLI are bundled apart: code shared by entry points and lazy imports is split
+// into a chunk per set of importers, and with the CLI in the same build the runner's start loaded
+// many more, smaller chunks (each one a module to resolve and load).
+const BUNDLES = [
+  { entryPoints: ['runner/main.ts', 'runner/addon-main.ts'], chunkNames: 'chunks/[name]-[hash]' },
+  { entryPoints: ['cli/main.ts'], chunkNames: 'chunks/cli-[name]-[hash]' },
+];
 // Read at run time relative to the module that reads them: db/client.ts (migrations),
 // lib/talos/api/proto-loader.ts (protos), runner/jobs/provision/root-module.ts (../../../modules).
 const ASSETS = ['db/migrations', 'lib/talos/api/protos', 'lib/talos/schema', 'modules'];
@@ -100,22 +106,17 @@ const sourceUrlPlugin = {
 };
 
 /**
- * `import … from 'node:http'` in an ES module makes Node build the built-in's ES module facade,
- * which reads every export once: that runs the lazy getters, so node:http loads undici's fetch,
- * node:process opens stdin as a stream, node:crypto builds webcrypto. A `require()` of the same
- * built-in runs none of them. So the bundle's static imports of built-ins become requires (the
- * banner's createRequire); esbuild's interop reads each binding only where the code uses it.
+ * `import process from 'node:process'` in an ES module makes Node build the built-in's ES module
+ * facade, which reads every export once: that runs process.stdin's lazy getter, which opens stdin
+ * as a stream (a few ms of every start, for a stream the runner never reads). A `require()` runs no
+ * getter, so the bundle takes node:process through the banner's createRequire. The other
+ * built-ins' facades cost less than the extra chunk such a shim becomes, so they stay imports.
  */
-const builtinAsRequirePlugin = {
-  name: 'builtin-as-require',
+const processAsRequirePlugin = {
+  name: 'process-as-require',
   setup(b) {
-    b.onResolve({ filter: /^[a-z_:/0-9]+$/ }, (args) =>
-      args.kind === 'import-statement' && isBuiltin(args.path) ? { path: args.path, namespace: 'node-builtin' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'node-builtin' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(args.path.startsWith('node:') ? args.path : `node:${args.path}`)});`,
-      loader: 'js',
-    }));
+    b.onResolve({ filter: /^(node:)?process$/ }, (args) => (args.kind === 'import-statement' ? { path: 'node:process', namespace: 'node-builtin' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'node-builtin' }, () => ({ contents: "module.exports = require('node:process');", loader: 'js' }));
   },
 };
 
@@ -132,12 +133,12 @@ export async function build() {
   const startedAt = Date.now();
   const esbuild = await loadEsbuild();
   await rm(DIST, { recursive: true, force: true });
-  const result = await esbuild.build({
+  const bundle = ({ entryPoints, chunkNames }) => esbuild.build({
     absWorkingDir: ROOT,
-    entryPoints: ENTRY_POINTS,
+    entryPoints,
     outdir: DIST,
     outbase: ROOT,
-    chunkNames: 'chunks/[name]-[hash]',
+    chunkNames,
     bundle: true,
     splitting: true,
     format: 'esm',
@@ -156,12 +157,15 @@ export async function build() {
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'error',
-    plugins: [sourceUrlPlugin, builtinAsRequirePlugin],
+    plugins: [sourceUrlPlugin, processAsRequirePlugin],
     metafile: true,
   });
+  const metas = [];
+  for (const b of BUNDLES) metas.push((await bundle(b)).metafile);
   // Which modules each output file holds and what it imports, statically or not: the test that
   // keeps heavy libraries out of the runner's start reads it (test/runner-bundle.test.ts).
-  await writeFile(join(DIST, 'meta.json'), JSON.stringify(result.metafile));
+  const meta = { inputs: Object.assign({}, ...metas.map((m) => m.inputs)), outputs: Object.assign({}, ...metas.map((m) => m.outputs)) };
+  await writeFile(join(DIST, 'meta.json'), JSON.stringify(meta));
   for (const a of ASSETS) {
     const from = join(ROOT, a);
     if (!(await exists(from))) continue;
