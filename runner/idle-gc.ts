@@ -2,7 +2,10 @@
 // memory reducer gives that memory back only several seconds into idleness, so a runner between
 // passes sat at its peak footprint. Here, once the last running executor has ended and nothing
 // started for a moment, one memory-reducing full GC returns it at once. Cheaper than making V8
-// collect more often during runs (--heap-growing-percent=20 cost a 500-node pass ~65% more CPU).
+// collect more often during runs (--heap-growing-percent=20 cost a 500-node pass ~65% more CPU);
+// the price is one pause of the event loop while idle: tens of ms after the bench's 30-node
+// passes, ~0.2-0.3 s with ~50 MB live and a few hundred MB of garbage (the "last-resort" GC is
+// the one that hands pages back; a regular major GC left RSS where it was).
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
