@@ -9,10 +9,12 @@ import v8 from 'node:v8';
 const out = process.env.REZUS_BENCH_HEAP_OUT;
 if (out) {
   process.on('SIGUSR2', () => {
+    // Before the GC: how far V8 let the heap grow with garbage, which is what RSS follows.
+    const before = process.memoryUsage();
     globalThis.gc?.();
     globalThis.gc?.();
     const m = process.memoryUsage();
     const code = v8.getHeapCodeStatistics();
-    writeFileSync(out, JSON.stringify({ heapUsed: m.heapUsed, external: m.external, scriptSource: code.external_script_source_size, rss: m.rss }));
+    writeFileSync(out, JSON.stringify({ heapUsed: m.heapUsed, external: m.external, scriptSource: code.external_script_source_size, rss: m.rss, heapTotalBefore: before.heapTotal }));
   });
 }

@@ -164,7 +164,7 @@ for (let p = 0; p < PASSES; p++) {
 await sleep(SETTLE_MS);
 const afterRss = await rssOf(run.child.pid!);
 process.kill(run.child.pid!, 'SIGUSR2');
-let heap: { heapUsed: number; external: number; scriptSource: number } | undefined;
+let heap: { heapUsed: number; external: number; scriptSource: number; heapTotalBefore: number } | undefined;
 for (let i = 0; i < 100 && !heap; i++) {
   await sleep(50);
   heap = await readFile(heapOut, 'utf8').then((t) => JSON.parse(t) as typeof heap, () => undefined);
@@ -185,7 +185,7 @@ console.log(`idle rss: runner ${fmt(runnerRss)} vs bare server ${fmt(floorRss)};
 console.log(`after ${PASSES} collect passes over ${machines.length} nodes (${answered} answered in the last, median pass ${median(passMs).toFixed(0)} ms): rss ${fmt(afterRss)}, peak ${fmt(peakRss)}; ${(afterRss / runnerRss).toFixed(2)}× idle (target ≤ 160 MB)`);
 console.log(
   heap
-    ? `held after a full GC (steadier than rss for comparing changes): heap ${mib1(heap.heapUsed)}, external ${mib1(heap.external)}, script source ${mib1(heap.scriptSource)}`
+    ? `held after a full GC (steadier than rss for comparing changes): heap ${mib1(heap.heapUsed)}, external ${mib1(heap.external)}, script source ${mib1(heap.scriptSource)}; V8 heap committed before that GC ${mib1(heap.heapTotalBefore)}`
     : 'held after a full GC: no reading (the heap probe did not answer)',
 );
 const nonJson = String(stderr)

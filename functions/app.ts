@@ -1,50 +1,19 @@
-import { etcdSnapshotRoutes } from './etcd/routes.ts';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { TrieRouter } from 'hono/router/trie-router';
-import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import { requireAuth } from './auth.ts';
+import { matchedRoutes } from 'hono/route';
 import { authFailureLimit, type AuthLimitOptions } from './auth-limit.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { DomainError, errorMessage, type ProblemKind } from '../lib/errors.ts';
 import { ApiError, errorBody } from '../lib/http/errors.ts';
 import { ActiveRunConflict } from '../lib/jobs/queue.ts';
-import { auditRoutes } from './audit/routes.ts';
-import { backupRoutes } from './backup/routes.ts';
 import type { AppEnv, Deps } from './context.ts';
-import { dashboardRoutes, type DashboardOptions } from './dashboard/routes.tsx';
-import { collectRoutes, healthRoutes } from './collect/routes.ts';
-import { clusterRoutes } from './inventory/clusters.ts';
-import { machineRoutes } from './inventory/machines.ts';
-import { machineConfigRoutes } from './machine-config/routes.ts';
-import { meshRoutes } from './mesh/routes.ts';
-import { tenantRoutes } from './inventory/tenants.ts';
+import type { DashboardOptions } from './dashboard/routes.tsx';
 import { countRequests } from './ops/count-requests.ts';
 import { opsRoutes } from './ops/routes.ts';
-import { openApiDocument } from './openapi/document.ts';
-import pkg from '../package.json' with { type: 'json' };
-import { providerCredentialRoutes } from './providers/routes.ts';
-import { runRoutes } from './runs/routes.ts';
-import { approveRoutes, provisionHookRoutes, provisionRoutes } from './provision/routes.ts';
-import { pushConfigRoutes } from './push-config/routes.ts';
-import { stateBackendRoutes } from './state/backend.ts';
-import { upgradeRoutes } from './upgrade/routes.ts';
-import { upgradeKubernetesRoutes } from './upgrade/kubernetes-routes.ts';
-import { clusterStateRoutes } from './state/cluster-routes.ts';
-import { webhookSecretRoutes } from './webhooks/secret.ts';
-
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** The one place a domain failure becomes an HTTP status. */
 const STATUS_OF = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unavailable: 503 } as const satisfies Record<ProblemKind, number>;
-
-const apiBodyLimit = () =>
-  bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: () => {
-      throw new ApiError(413, 'body_too_large', `request body exceeds ${MAX_BODY_BYTES} bytes`);
-    },
-  });
 
 export interface AppOptions {
   /** Failed-authentication limit per client; the client is the dashboard's remote address source. */
@@ -52,13 +21,58 @@ export interface AppOptions {
   dashboard?: DashboardOptions;
 }
 
-/** The whole HTTP surface; the runner and the tests build it the same way, with their own deps. */
+const mounters = new WeakMap<object, () => Promise<void>>();
+
+/** Mounts now the routes createApp left for the first request (the runner, once it is up). */
+export function mountRoutesNow(app: App): Promise<void> {
+  return mounters.get(app)?.() ?? Promise.resolve();
+}
+
+/** The Execution context of a Workers request; Hono throws on the runner, which has none. */
+function executionContextOf(c: Context<AppEnv>) {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The whole HTTP surface; the runner and the tests build it the same way, with their own deps.
+ * The probes (/healthz, /readyz, /metrics) are mounted here; every other route module is imported
+ * and mounted (functions/mount-routes.ts) by the first request no probe answers, which then runs
+ * through the whole app again, so it meets exactly the handlers and order an eager mount has
+ * (the runner also mounts them itself shortly after its start: mountRoutesNow).
+ */
 export function createApp(deps: Deps, opts: AppOptions = {}) {
   // TrieRouter: Hono's default (SmartRouter → RegExpRouter) compiles one regex over all ~200
   // routes on the first request, tens of milliseconds of every runner start; the trie matches
   // the same routes with no such step.
   const app = new Hono<AppEnv>({ router: new TrieRouter() });
 
+  let mounted = false;
+  let mounting: Promise<void> | undefined;
+  const mount = () =>
+    (mounting ??= import('./mount-routes.ts').then(
+      (m) => {
+        m.mountRoutes(app, opts);
+        mounted = true;
+      },
+      (err: unknown) => {
+        // The next request tries again.
+        mounting = undefined;
+        throw err;
+      },
+    ));
+  mounters.set(app, mount);
+  // First, so the request that mounts the routes ran no other middleware (counting, the
+  // failed-authentication limit) before it runs through the mounted app. TrieRouter takes routes
+  // added after the first request; Hono's default router would refuse them.
+  app.use(async (c, next) => {
+    if (mounted || matchedRoutes(c).some((r) => r.method !== 'ALL')) return next();
+    await mount();
+    return app.fetch(c.req.raw, c.env, executionContextOf(c));
+  });
   app.use(async (c, next) => {
     c.set('deps', deps);
     await next();
@@ -83,42 +97,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route' } }, 404));
 
-  const v1 = new Hono<AppEnv>();
-  v1.use(apiBodyLimit());
-  v1.use(requireAuth);
-  v1.route('/tenants', tenantRoutes());
-  v1.route('/tenants', providerCredentialRoutes());
-  v1.route('/tenants', webhookSecretRoutes());
-  v1.route('/clusters', clusterRoutes());
-  v1.route('/clusters', machineRoutes());
-  v1.route('/clusters', machineConfigRoutes());
-  v1.route('/clusters', clusterStateRoutes());
-  v1.route('/clusters', provisionRoutes());
-  v1.route('/clusters', healthRoutes());
-  v1.route('/collect', collectRoutes());
-  v1.route('/clusters', pushConfigRoutes());
-  v1.route('/clusters', upgradeRoutes());
-  v1.route('/clusters', upgradeKubernetesRoutes());
-  v1.route('/clusters', etcdSnapshotRoutes());
-  v1.route('/clusters', meshRoutes());
-  v1.route('/runs', runRoutes());
-  v1.route('/runs', approveRoutes());
-  v1.route('/audit', auditRoutes());
-  v1.route('/backups', backupRoutes());
-
   app.route('/', opsRoutes());
-  app.get('/openapi.json', (c) => c.json(openApiDocument(pkg.version)));
-  // Mounted before /v1 so tofu's requests meet the state backend's own body limit and basic
-  // auth: the first matching handler answers, and the /v1 middleware below never runs for them.
-  app.route('/v1/state', stateBackendRoutes());
-  // Webhooks authenticate by signature, not bearer token.
-  const hooks = new Hono<AppEnv>();
-  hooks.use(apiBodyLimit());
-  hooks.route('/', provisionHookRoutes());
-  app.route('/v1/hooks', hooks);
-  app.route('/v1', v1);
-  // The dashboard reaches the API through the app itself, so both run the same handlers.
-  app.route('/', dashboardRoutes((req, env) => app.fetch(req, env), opts.dashboard));
   return app;
 }
 

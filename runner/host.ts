@@ -5,7 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { localWorkerId } from './lease-owner.ts';
 import { openDatabase, runMigrations } from '../db/client.ts';
-import { createApp, type AppOptions } from '../functions/app.ts';
+import { createApp, mountRoutesNow, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
 import { closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
@@ -16,14 +16,24 @@ import { systemClock } from '../lib/clock.ts';
 import { loadMasterKey } from '../lib/crypto/master-key.ts';
 import { parseKey32 } from '../lib/crypto/key-text.ts';
 import { createLogger } from '../lib/log.ts';
+import { errorMessage } from '../lib/errors.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import type { RunnerMeshHub } from '../lib/mesh/hub-sync.ts';
 import { DEFAULT_INTERFACE, loadHub } from '../lib/mesh/store.ts';
 import { startCron } from './cron.ts';
-import { createPromMetrics } from './metrics.ts';
+import { deferredMetrics } from './deferred-metrics.ts';
+import { idleGc } from './idle-gc.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
 import { createWorker } from './worker.ts';
+
+// What the start leaves out (prom-client, the routes other than the probes) is loaded this long
+// after it, unless a scrape or a request needs it sooner: out of the way of the start, soon enough
+// that the process metrics miss little, the first API request does not wait, and idle memory
+// includes it all.
+const WARM_UP_AFTER_MS = 1_000;
+// Runs queued back to back (a cron tick's, a retry) start within this: no GC between them.
+const GC_AFTER_RUNS_MS = 1_000;
 
 export interface Host {
   url: string;
@@ -54,6 +64,10 @@ export async function startHost(
   const clock = systemClock;
   if (!config.adminToken) await ensureAdminToken(database.db, config.dataDir, clock.now(), print);
 
+  const metrics = deferredMetrics(async () => (await import('./metrics.ts')).createPromMetrics(() => deps), {
+    loadAfterMs: WARM_UP_AFTER_MS,
+    onError: (err) => log.error('metrics not loaded', { error: errorMessage(err) }),
+  });
   const deps: Deps = assembleDeps({
     database,
     masterKey,
@@ -78,7 +92,7 @@ export async function startHost(
     },
     // Certificate code (x509, asn1) loads with the first cluster created, not at start.
     newClusterSecrets: async () => (await import('../lib/talos/secrets.ts')).generateSecrets(),
-    metrics: createPromMetrics(() => deps),
+    metrics,
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
   });
   // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
@@ -105,9 +119,10 @@ export async function startHost(
   });
   await removePartialBackups(config.dataDir);
 
+  const gcWhenIdle = idleGc({ delayMs: GC_AFTER_RUNS_MS, onError: (err) => log.warn('gc after runs failed', { error: errorMessage(err) }) });
   const worker = createWorker({
     deps,
-    executors: opts.executors ?? executors(),
+    executors: gcWhenIdle.wrap(opts.executors ?? executors()),
     workerId: localWorkerId(),
     leaseMs: config.leaseMs,
     concurrency: config.workerConcurrency,
@@ -115,6 +130,10 @@ export async function startHost(
   });
   worker.start();
   const cron = startCron(cronJobs(deps), log);
+  const warmUp = setTimeout(() => {
+    mountRoutesNow(app).catch((err: unknown) => log.error('routes not mounted', { error: errorMessage(err) }));
+  }, WARM_UP_AFTER_MS);
+  warmUp.unref();
   const shownHost = config.host.includes(':') ? `[${config.host}]` : config.host;
   log.info('runner started', { url: `http://${shownHost}:${port}`, database: database.local ? 'embedded' : 'remote' });
 
@@ -126,6 +145,9 @@ export async function startHost(
     stop() {
       stopped ??= (async () => {
         cron.stop();
+        clearTimeout(warmUp);
+        gcWhenIdle.stop();
+        metrics.stop();
         // The listener is also tofu's state backend: it keeps serving until every run (and so
         // every tofu child) has ended, or tofu's final state upload would fail and its
         // resources would be missing from the stored state.

@@ -9,10 +9,20 @@
 //
 //   node scripts/build.mjs             build
 //   node scripts/build.mjs --if-stale  build only when dist/ is missing or older than a source
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { cp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
-import process from 'node:process';
+import { createRequire } from 'node:module';
+
+// Built-ins through require(), not `import`: `npm start` loads this module first thing, and an
+// import of node:process builds its ES module facade, which runs every lazy getter (stdin as a
+// stream; node:fs's facade loads its streams). See processAsRequirePlugin below for the bundle.
+const require = createRequire(import.meta.url);
+/** @type {typeof import('node:fs')} */
+const { readdirSync, readFileSync, statSync } = require('node:fs');
+/** @type {typeof import('node:fs/promises')} */
+const { cp, mkdir, readFile, rm, stat, writeFile } = require('node:fs/promises');
+/** @type {typeof import('node:path')} */
+const { join, relative, sep } = require('node:path');
+/** @type {NodeJS.Process} */
+const process = require('node:process');
 
 export const ROOT = join(import.meta.dirname, '..');
 export const DIST = join(ROOT, 'dist');
@@ -21,7 +31,13 @@ const STAMP = join(DIST, '.build-stamp.json');
 // Bundled from these folders (the entry points below import nothing else of the tree).
 const CODE_DIRS = ['runner', 'functions', 'lib', 'db', 'cli'];
 // Each lands at dist/<folder>/<name>.js, one level below dist/ like every chunk (dist/chunks/).
-const ENTRY_POINTS = ['runner/main.ts', 'runner/addon-main.ts', 'cli/main.ts'];
+// The runner and the CLI are bundled apart: code shared by entry points and lazy imports is split
+// into a chunk per set of importers, and with the CLI in the same build the runner's start loaded
+// many more, smaller chunks (each one a module to resolve and load).
+const BUNDLES = [
+  { entryPoints: ['runner/main.ts', 'runner/addon-main.ts'], chunkNames: 'chunks/[name]-[hash]' },
+  { entryPoints: ['cli/main.ts'], chunkNames: 'chunks/cli-[name]-[hash]' },
+];
 // Read at run time relative to the module that reads them: db/client.ts (migrations),
 // lib/talos/api/proto-loader.ts (protos), runner/jobs/provision/root-module.ts (../../../modules).
 const ASSETS = ['db/migrations', 'lib/talos/api/protos', 'lib/talos/schema', 'modules'];
@@ -45,14 +61,17 @@ async function exists(path) {
  */
 function newestSource() {
   let newest = 0;
-  const visit = (path) => {
-    if (SKIP.test(relative(ROOT, path))) return;
+  // Paths are joined as strings, relative to ROOT: path.join and path.relative on every file
+  // were most of this walk's time.
+  const visit = (rel) => {
+    if (SKIP.test(rel)) return;
+    const path = `${ROOT}${sep}${rel}`;
     const st = statSync(path, { throwIfNoEntry: false });
     if (!st) return;
     newest = Math.max(newest, st.mtimeMs);
-    if (st.isDirectory()) for (const e of readdirSync(path)) visit(join(path, e));
+    if (st.isDirectory()) for (const e of readdirSync(path)) visit(`${rel}/${e}`);
   };
-  for (const p of [...CODE_DIRS, ...ASSETS, ...CONFIG_FILES]) visit(join(ROOT, p));
+  for (const p of [...CODE_DIRS, ...ASSETS, ...CONFIG_FILES]) visit(p);
   return newest;
 }
 
@@ -86,6 +105,21 @@ const sourceUrlPlugin = {
   },
 };
 
+/**
+ * `import process from 'node:process'` in an ES module makes Node build the built-in's ES module
+ * facade, which reads every export once: that runs process.stdin's lazy getter, which opens stdin
+ * as a stream (a few ms of every start, for a stream the runner never reads). A `require()` runs no
+ * getter, so the bundle takes node:process through the banner's createRequire. The other
+ * built-ins' facades cost less than the extra chunk such a shim becomes, so they stay imports.
+ */
+const processAsRequirePlugin = {
+  name: 'process-as-require',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?process$/ }, (args) => (args.kind === 'import-statement' ? { path: 'node:process', namespace: 'node-builtin' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'node-builtin' }, () => ({ contents: "module.exports = require('node:process');", loader: 'js' }));
+  },
+};
+
 async function loadEsbuild() {
   try {
     return await import('esbuild');
@@ -99,12 +133,12 @@ export async function build() {
   const startedAt = Date.now();
   const esbuild = await loadEsbuild();
   await rm(DIST, { recursive: true, force: true });
-  const result = await esbuild.build({
+  const bundle = ({ entryPoints, chunkNames }) => esbuild.build({
     absWorkingDir: ROOT,
-    entryPoints: ENTRY_POINTS,
+    entryPoints,
     outdir: DIST,
     outbase: ROOT,
-    chunkNames: 'chunks/[name]-[hash]',
+    chunkNames,
     bundle: true,
     splitting: true,
     format: 'esm',
@@ -123,12 +157,15 @@ export async function build() {
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'error',
-    plugins: [sourceUrlPlugin],
+    plugins: [sourceUrlPlugin, processAsRequirePlugin],
     metafile: true,
   });
+  const metas = [];
+  for (const b of BUNDLES) metas.push((await bundle(b)).metafile);
   // Which modules each output file holds and what it imports, statically or not: the test that
   // keeps heavy libraries out of the runner's start reads it (test/runner-bundle.test.ts).
-  await writeFile(join(DIST, 'meta.json'), JSON.stringify(result.metafile));
+  const meta = { inputs: Object.assign({}, ...metas.map((m) => m.inputs)), outputs: Object.assign({}, ...metas.map((m) => m.outputs)) };
+  await writeFile(join(DIST, 'meta.json'), JSON.stringify(meta));
   for (const a of ASSETS) {
     const from = join(ROOT, a);
     if (!(await exists(from))) continue;

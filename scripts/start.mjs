@@ -1,10 +1,17 @@
 // `npm start`: builds dist/ when it is missing or stale, then runs the built runner in this same
 // process (an import, not a child), so the runner is one node process with no TypeScript loader.
-import { pathToFileURL } from 'node:url';
-import { join } from 'node:path';
-import process from 'node:process';
 import module from 'node:module';
 import { DIST, ensureBuilt } from './build.mjs';
+
+// Built-ins through require(), as in build.mjs: an import of node:process would build its ES
+// module facade, which opens stdin as a stream the runner never reads.
+const require = module.createRequire(import.meta.url);
+/** @type {typeof import('node:url')} */
+const { pathToFileURL } = require('node:url');
+/** @type {typeof import('node:path')} */
+const { join } = require('node:path');
+/** @type {NodeJS.Process} */
+const process = require('node:process');
 
 try {
   await ensureBuilt();

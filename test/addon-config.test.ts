@@ -218,7 +218,9 @@ describe('addon/Dockerfile builds from the add-on folder alone', () => {
     expect(labels).toMatch(/io\.hass\.arch="\$\{BUILD_ARCH\}"/);
     expect(labels).toMatch(/io\.hass\.type="addon"/);
     const cmd = final.instructions.filter((i) => i.keyword === 'CMD').at(-1)!;
-    expect(JSON.parse(cmd.args)).toEqual(['node', 'dist/runner/addon-main.js']);
+    // The image runs node as `npm start` does: the same flags, on the add-on entry.
+    const startFlags = (JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start.split(/\s+/).filter((w) => w.startsWith('--'));
+    expect(JSON.parse(cmd.args)).toEqual(['node', ...startFlags, 'dist/runner/addon-main.js']);
     // dist/ mirrors the source tree, so the entry compiles from runner/addon-main.ts.
     expect(statSync(join(ROOT, 'runner/addon-main.ts')).isFile()).toBe(true);
   });

@@ -69,6 +69,16 @@ describe('the runner bundle', () => {
     for (const p of GONE) expect(everywhere.has(p), `${p} is bundled`).toBe(false);
   });
 
+  it('starts with the probes only: route modules, the dashboard, the OpenAPI document and prom-client load after the start', () => {
+    const start = loadedAtStart(meta, 'dist/runner/main.js');
+    const inputs = new Set([...start].flatMap((f) => Object.keys(meta.outputs[f]?.inputs ?? {})));
+    expect(inputs.has('functions/ops/routes.ts')).toBe(true);
+    for (const lazy of ['functions/mount-routes.ts', 'functions/dashboard/routes.tsx', 'functions/openapi/document.ts', 'functions/inventory/clusters.ts', 'runner/metrics.ts']) {
+      expect(inputs.has(lazy), `${lazy} loads at start`).toBe(false);
+    }
+    expect(packagesIn(meta, start).has('prom-client')).toBe(false);
+  });
+
   it('ships each entry the add-on image and the package bin name', async () => {
     for (const entry of ['dist/runner/main.js', 'dist/runner/addon-main.js', 'dist/cli/main.js']) expect(meta.outputs[entry], entry).toBeDefined();
     expect((await readFile(join(ROOT, 'dist', 'cli', 'main.js'), 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
