@@ -6,7 +6,7 @@
 // RezusCloud re-uses the cluster's kept init). Several rounds, alternating which side goes first,
 // after one warm-up round; prints each round, the medians and the median of the per-round ratios
 // (paired, so load drifting on a shared machine hits both sides of a ratio alike).
-// REZUS_BENCH_ROUNDS sets the number of rounds (default 5).
+// REZUS_BENCH_ROUNDS sets the number of rounds (default 11: single rounds swing ±30% with the disk here).
 import { execa } from 'execa';
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import { createHarness } from '../test/support/harness.ts';
 import { listen } from '../test/support/serve.ts';
 
 const MACHINES = 20;
-const ROUNDS = Math.max(1, Math.min(50, Number(process.env.REZUS_BENCH_ROUNDS ?? 5) || 5));
+const ROUNDS = Math.max(1, Math.min(50, Number(process.env.REZUS_BENCH_ROUNDS ?? 11) || 11));
 const names = Array.from({ length: MACHINES + 1 }, (_, i) => `m${String(i).padStart(2, '0')}`);
 const role = (i: number) => (i < 3 ? 'controlplane' : 'worker');
 
