@@ -1,6 +1,5 @@
 import type * as x509 from '@peculiar/x509';
-import { createHash, createPrivateKey, generateKeyPair, randomBytes, webcrypto } from 'node:crypto';
-import type { KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPair, KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import { decodeSinglePem, encodePem } from './pem.ts';
 
 // Loaded on first use: @peculiar/x509 and its ASN.1 stack take tens of milliseconds to evaluate,
@@ -82,9 +81,9 @@ export function toTalosKeyPem(key: KeyObject): string {
   }
 }
 
-async function exportTalosKeyPem(key: CryptoKey): Promise<string> {
-  const der = Buffer.from(await subtle.exportKey('pkcs8', key));
-  return toTalosKeyPem(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }));
+/** Through KeyObject.from: an exportKey job and a re-import cost more than the rest of issuing. */
+function exportTalosKeyPem(key: CryptoKey): string {
+  return toTalosKeyPem(KeyObject.from(key));
 }
 
 function algorithmOf(key: KeyObject): KeyAlgorithm {
@@ -135,7 +134,7 @@ export async function createCa(options: CreateCaOptions): Promise<CertAndKey> {
     },
     crypto,
   );
-  return { certPem: cert.toString('pem') + '\n', keyPem: await exportTalosKeyPem(keys.privateKey) };
+  return { certPem: cert.toString('pem') + '\n', keyPem: exportTalosKeyPem(keys.privateKey) };
 }
 
 interface Issuer {
@@ -216,7 +215,7 @@ export async function issueLeaf(options: IssueLeafOptions): Promise<CertAndKey> 
     },
     crypto,
   );
-  return { certPem: cert.toString('pem') + '\n', keyPem: await exportTalosKeyPem(keys.privateKey) };
+  return { certPem: cert.toString('pem') + '\n', keyPem: exportTalosKeyPem(keys.privateKey) };
 }
 
 const generateRsaKeyPair = (modulusLength: number) =>
