@@ -18,8 +18,7 @@ import { clusterAccess } from '../runner/jobs/cluster-access.ts';
 import { createHarness } from '../test/support/harness.ts';
 import { seedSimulatedFleet, startSimFleet } from './sim-fleet.ts';
 import { loadKubernetesClient } from '../lib/kube/index.ts';
-import { Session } from 'node:inspector/promises';
-import { writeFileSync } from 'node:fs';
+import { startProfile } from './cpu-profile.ts';
 import { availableParallelism } from 'node:os';
 
 const NODES = Number(process.argv[2] ?? 500);
@@ -73,13 +72,8 @@ const PASSES = 3;
 for (let pass = 1; pass <= PASSES; pass++) {
   // COLLECT_PROFILE=dir writes one .cpuprofile per pass (the pass alone, not the setup).
   const profDir = process.env['COLLECT_PROFILE'];
-  const session = profDir ? new Session() : undefined;
-  if (session) {
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.start');
-    if (process.env['SIM_PASS_PROFILE']) await sims({ op: 'profile' });
-  }
+  const profiling = await startProfile(!!profDir);
+  if (profiling && process.env['SIM_PASS_PROFILE']) await sims({ op: 'profile' });
   // The sims share the machine's cores: their CPU is printed so a slow pass on a busy box shows as such.
   const simCpu0 = await sims<number>({ op: 'cpu' });
   const cpu0 = process.cpuUsage();
@@ -87,10 +81,8 @@ for (let pass = 1; pass <= PASSES; pass++) {
   const summary = await runCollectPass(h.deps);
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  if (session) {
-    const { profile } = await session.post('Profiler.stop');
-    writeFileSync(`${profDir}/pass${pass}.cpuprofile`, JSON.stringify(profile));
-    session.disconnect();
+  if (profiling) {
+    await profiling.stop(`${profDir}/pass${pass}.cpuprofile`);
     if (process.env['SIM_PASS_PROFILE']) await sims({ op: 'profile', dir: profDir! });
   }
   const cpuMs = (cpu.user + cpu.system) / 1000;

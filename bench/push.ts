@@ -8,8 +8,7 @@
  * Usage: npx tsx bench/push.ts [nodes] [latencyMs]   (POLL_MS: readiness poll interval, default 100)
  * PUSH_PROFILE=<file> writes a V8 CPU profile of the cluster push alone.
  */
-import { Session } from 'node:inspector/promises';
-import { writeFileSync } from 'node:fs';
+import { startProfile } from './cpu-profile.ts';
 import { availableParallelism } from 'node:os';
 import { createWorker } from '../runner/worker.ts';
 import { executors } from '../runner/jobs/registry.ts';
@@ -126,12 +125,7 @@ const singles: number[] = [];
 for (const t of solo) singles.push(await timedPush(t));
 
 const profFile = process.env['PUSH_PROFILE'];
-const session = profFile ? new Session() : undefined;
-if (session) {
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-}
+const profiling = await startProfile(!!profFile);
 const simCpu0 = await sims<number>({ op: 'cpu' });
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
@@ -139,11 +133,7 @@ const runId = await clusterPush(rack.clusterId, rack.machines);
 const wall = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 const simCpuMs = (await sims<number>({ op: 'cpu' })) - simCpu0;
-if (session && profFile) {
-  const { profile } = await session.post('Profiler.stop');
-  writeFileSync(profFile, JSON.stringify(profile));
-  session.disconnect();
-}
+if (profiling && profFile) await profiling.stop(profFile);
 
 if (process.env['PUSH_TIMELINE']) {
   const rows = (await h.deps.database.client.execute({ sql: 'select at, type, data from run_events where run_id = ? order by seq', args: [runId] })).rows;
