@@ -150,11 +150,10 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   // nodes answer while the configs of the others are still being rendered.
   const preflight = client.version(call);
   preflight.catch(() => undefined);
-  let data: Buffer;
   let applied: ApplyConfigurationResult;
   let confirmed = true;
   try {
-    data = render(cluster, machine, access, mesh.documents);
+    const data = render(cluster, machine, access, mesh.documents);
     progress({
       type: 'push.render',
       message: `rendered the config for ${machine.name} (${data.length} bytes)`,
@@ -188,7 +187,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     await emit({ type: 'push.apply', message: `sending the config (mode ${p.mode}${p.dryRun ? ', dry run' : ''})`, data: { mode: p.mode, dryRun: p.dryRun } });
     applied = await step(ctx, 'apply', channel, t.callDeadlineMs, async () => {
       try {
-        return await client.applyConfiguration({ data: data!, mode: p.mode, dryRun: p.dryRun }, call);
+        return await client.applyConfiguration({ data, mode: p.mode, dryRun: p.dryRun }, call);
       } catch (err) {
         // A node in maintenance reboots right after it takes a config; if the reply was lost on the
         // way, only the node coming up under our CA can tell whether it took it.
