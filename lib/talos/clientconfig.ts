@@ -85,11 +85,17 @@ export interface KubeconfigInput {
   secrets: ClusterSecrets;
 }
 
+/** The API server URL an admin kubeconfig names for the cluster's endpoint; throws when it is not one. */
+export function kubeServerOf(endpoint: string): string {
+  const server = endpointSchema.safeParse(endpoint);
+  if (!server.success) throw new Error('endpoint: must be https://host:port (IPv6 as [addr])');
+  return server.data;
+}
+
 /** An admin kubeconfig in the layout Talos produces (`admin@<cluster>` user and context). */
 export async function renderKubeconfig(input: KubeconfigInput): Promise<string> {
   if (!input.clusterName) throw new Error('clusterName: is required');
-  const endpoint = endpointSchema.safeParse(input.endpoint);
-  if (!endpoint.success) throw new Error('endpoint: must be https://host:port (IPv6 as [addr])');
+  const server = kubeServerOf(input.endpoint);
   const issued = await issueKubeAdmin(input.secrets);
   const user = `admin@${input.clusterName}`;
   return stringify(
@@ -99,7 +105,7 @@ export async function renderKubeconfig(input: KubeconfigInput): Promise<string> 
       clusters: [
         {
           name: input.clusterName,
-          cluster: { server: endpoint.data, 'certificate-authority-data': pemToBase64(issued.caPem) },
+          cluster: { server, 'certificate-authority-data': pemToBase64(issued.caPem) },
         },
       ],
       users: [

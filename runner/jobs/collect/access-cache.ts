@@ -9,8 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Agent } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { createTalosClient, createTalosSecureContext, TalosChannelPool, type TalosApiClient } from '../../../lib/talos/api/index.ts';
-import { kubeAdminCredentials, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
-import { endpointSchema } from '../../../lib/talos/validate.ts';
+import { kubeAdminCredentials, kubeServerOf, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
 import { kubeAgent } from '../../../lib/kube/http.ts';
 import type { KubeTarget } from '../../../lib/kube/kubeconfig.ts';
 import type { Deps } from '../../../functions/context.ts';
@@ -160,10 +159,9 @@ export class CollectAccessCache {
  * one TLS context built here, not one per connection.
  */
 async function kubeAccess(endpoint: string, secrets: Parameters<typeof kubeAdminCredentials>[0]): Promise<KubeAccess> {
-  const server = endpointSchema.safeParse(endpoint);
-  if (!server.success) throw new Error('endpoint: must be https://host:port (IPv6 as [addr])');
+  const server = kubeServerOf(endpoint);
   const creds = await kubeAdminCredentials(secrets);
-  const target: KubeTarget = { server: server.data, ca: creds.caPem, cert: creds.certPem, key: creds.keyPem, insecure: false };
+  const target: KubeTarget = { server, ca: creds.caPem, cert: creds.certPem, key: creds.keyPem, insecure: false };
   return { target, agent: kubeAgent(target, { idleMs: KUBE_IDLE_MS, maxSockets: KUBE_SOCKETS }) };
 }
 
