@@ -6,8 +6,7 @@
 import { startKubeSim, type KubeSim, type SimNodeSpec, type SimPodSpec } from '../test/sim/kube/server.ts';
 import { startSimNode, type SimEtcdMember, type SimTalosNode } from '../test/sim/talos/index.ts';
 import { kubeSimCa } from '../test/support/collect-fleet-ca.ts';
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { startProfile, type Profiling } from './cpu-profile.ts';
 
 export type SimRequest =
   | { op: 'kube'; ca: { certPem: string; keyPem: string }; clusters: string[][] }
@@ -26,7 +25,7 @@ export type SimRequest =
   | { op: 'stop' };
 
 const kubes: KubeSim[] = [];
-let profiler: Session | undefined;
+let profiler: Profiling | undefined;
 const sims: SimTalosNode[] = [];
 
 async function handle(req: SimRequest): Promise<unknown> {
@@ -79,16 +78,12 @@ async function handle(req: SimRequest): Promise<unknown> {
     }
     case 'profile': {
       if (req.dir === undefined) {
-        profiler ??= new Session();
-        profiler.connect();
-        await profiler.post('Profiler.enable');
-        await profiler.post('Profiler.start');
+        profiler ??= await startProfile(true);
         return true;
       }
       if (!profiler) return false;
-      const { profile } = await profiler.post('Profiler.stop');
-      writeFileSync(`${req.dir}/sims-${process.pid}-${Date.now()}.cpuprofile`, JSON.stringify(profile));
-      profiler.disconnect();
+      await profiler.stop(`${req.dir}/sims-${process.pid}-${Date.now()}.cpuprofile`);
+      profiler = undefined;
       return true;
     }
     case 'stop':
