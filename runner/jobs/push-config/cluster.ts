@@ -22,26 +22,6 @@ export interface PushClusterResult {
   outcomes: MachinePushOutcome[];
 }
 
-/** How long the starts of a cluster push's nodes may hold the event loop before letting I/O in. */
-const START_SLICE_MS = 10;
-
-/**
- * Paces the start of the nodes' pushes. Each begins with CPU work (its config is rendered);
- * started all at once, every render would run before the first handshake and the nodes would
- * idle meanwhile. Starts go on while a slice of START_SLICE_MS lasts, then wait one turn of the
- * event loop so the I/O of the pushes already under way proceeds.
- */
-function pacedStarts(): () => Promise<void> {
-  let last = Promise.resolve();
-  let sliceEnd = performance.now() + START_SLICE_MS;
-  return () =>
-    (last = last.then(async () => {
-      if (performance.now() < sliceEnd) return;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      sliceEnd = performance.now() + START_SLICE_MS;
-    }));
-}
-
 /** The run's context as one machine's push sees it: its events carry the machine and its name. */
 function forMachine(ctx: RunContext<Deps>, id: string, name: string): RunContext<Deps> {
   return {
@@ -68,14 +48,12 @@ export const pushClusterExecutor: JobExecutor<Deps, PushClusterParams> = async (
   let bootstrapped: string | null = null;
   let bootstrapError: string | null = null;
   const limit = pLimit(p.concurrency);
-  const nextStart = pacedStarts();
   const outcomes = await Promise.all(
     p.machines.map((m) =>
       limit(async (): Promise<MachinePushOutcome> => {
         const name = names.get(m.id)!;
         if (signal.aborted) return { machine: m.id, name, ok: false, error: 'not pushed: the run was stopped' };
         const mctx = forMachine(ctx, m.id, name);
-        await nextStart();
         try {
           const params = { machine: m.id, insecure: m.insecure, mode: 'auto' as const, dryRun: false, ...(m.certFingerprint ? { certFingerprint: m.certFingerprint } : {}) };
           const result = await pushMachine(mctx, params, shared);

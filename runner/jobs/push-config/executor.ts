@@ -141,24 +141,21 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
 
   const access = shared?.access ?? (await clusterAccess(deps, cluster));
   const mesh = shared ? (shared.mesh.get(machine.id) ?? NO_MESH) : await meshDelivery(deps, machine.id);
+  const data = render(cluster, machine, access, mesh.documents);
+  progress({
+    type: 'push.render',
+    message: `rendered the config for ${machine.name} (${data.length} bytes)`,
+    data: { machine: machine.id, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') },
+  });
+
   const call = { deadlineMs: t.callDeadlineMs, signal };
   const client: TalosApiClient =
     channel === 'maintenance'
       ? createTalosClient({ mode: 'maintenance', address, ...(p.certFingerprint ? { fingerprint: p.certFingerprint } : {}) })
       : await access.talosClient(address);
-  // The preflight call (and so the handshake) starts before the render: in a cluster push the
-  // nodes answer while the configs of the others are still being rendered.
-  const preflight = client.version(call);
-  preflight.catch(() => undefined);
   let applied: ApplyConfigurationResult;
   let confirmed = true;
   try {
-    const data = render(cluster, machine, access, mesh.documents);
-    progress({
-      type: 'push.render',
-      message: `rendered the config for ${machine.name} (${data.length} bytes)`,
-      data: { machine: machine.id, bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') },
-    });
     if (channel === 'maintenance') {
       progress({
         level: p.certFingerprint ? 'info' : 'warn',
@@ -172,7 +169,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     // Proves the channel (pin, CA) before any config leaves this process.
     const before = await step(ctx, 'preflight', channel, t.callDeadlineMs, async (): Promise<VersionResult | null> => {
       try {
-        return await preflight;
+        return await client.version(call);
       } catch (err) {
         // v1.12 maintenance mode only serves ApplyConfiguration; the TLS checks still passed.
         if (channel === 'maintenance' && isUnimplemented(err)) return null;
