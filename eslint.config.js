@@ -55,6 +55,7 @@ export default tseslint.config(
         {
           patterns: [
             { regex: '(^|/)(functions|runner)/', message: 'lib/ never imports functions/ or runner/.' },
+            { regex: '^@grpc/grpc-js$', message: 'grpc-js serves the simulators only (a devDependency); the product speaks gRPC through lib/talos/api/node-channel.ts.' },
           ],
         },
       ],

@@ -1,15 +1,16 @@
-import * as grpc from '@grpc/grpc-js';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import { whenAborted } from './abort-fanout.ts';
 import { formatNodeAddress, parseNodeAddress } from './address.ts';
+import { CallFailure } from './call-failure.ts';
 import {
   applyModeFromProto, applyModeToProto, list, num, obj, str, strings,
   toDiskStats, toEtcdMembers, toEtcdStatus, toMemInfo, toServices, toSystemStat, toVersion, type Raw,
 } from './convert.ts';
-import { codeForStatus, grpcStatusName, sanitizeDetail, TalosApiError, type TalosApiErrorCode } from './errors.ts';
+import { sanitizeDetail, TalosApiError, type TalosApiErrorCode } from './errors.ts';
 import { parseFingerprint } from './fingerprint.ts';
-import { loadTalosServices } from './proto-loader.ts';
-import { normalizePrivateKeyPem, TalosChannelCredentials, type TalosTlsOptions } from './tls-connector.ts';
+import { GrpcStatus, grpcStatusName } from './grpc-status.ts';
+import { NodeChannel } from './node-channel.ts';
+import { loadTalosServices, type TalosServiceDefinitions } from './proto-loader.ts';
+import { normalizePrivateKeyPem, type TalosTlsOptions } from './tls-connector.ts';
 import type {
   ApplyConfigurationInput, ApplyConfigurationResult, CallOptions, DiskStatsResult, EtcdMember, EtcdMemberStatus,
   ImagePullProgress, LegacyUpgradeInput, LegacyUpgradeResult, LifecycleUpgradeInput, LifecycleUpgradeResult,
@@ -49,37 +50,32 @@ const SYSTEM_CONTAINERD = { driver: 'CRI', namespace: 'NS_SYSTEM' };
 /** Where the kubelet's pods (static pods included) take their images from. */
 const CRI_CONTAINERD = { driver: 'CRI', namespace: 'NS_CRI' };
 
-const TRANSPORT_DOWN = /No connection established|ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|getaddrinfo|Name resolution failed|connect E/;
-
 function pemBuffer(p: Pem): Buffer {
   return Buffer.from(typeof p === 'string' ? p : Buffer.from(p).toString('utf8'));
 }
 
-type UnaryFn = (req: object, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Raw) => void) => grpc.ClientUnaryCall;
-type ClientStreamFn = (md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Raw) => void) => grpc.ClientWritableStream<Raw>;
-type StreamFn = (req: object, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<Raw>;
+type Service = 'MachineService' | 'ImageService' | 'LifecycleService';
+const SERVICE_KEY: Record<Service, keyof Omit<TalosServiceDefinitions, 'packageDefinition'>> = {
+  MachineService: 'machine',
+  ImageService: 'image',
+  LifecycleService: 'lifecycle',
+};
 
 export class TalosApiClient {
   /** `host:port` of the node, IPv6 bracketed; named in every error. */
   readonly node: string;
   readonly mode: 'maintenance' | 'configured';
-  private readonly creds: TalosChannelCredentials;
-  private readonly machine: grpc.Client;
-  private readonly channelOptions: grpc.ChannelOptions;
-  // Made on first use, on the machine client's channel: most clients (a collect pass's) never
-  // pull an image or upgrade, and each grpc-js client costs its setup.
-  private imageClient: grpc.Client | undefined;
-  private lifecycleClient: grpc.Client | undefined;
+  private readonly channel: NodeChannel;
 
   constructor(opts: TalosClientOptions) {
     const addr = parseNodeAddress(opts.address);
     this.node = formatNodeAddress(addr);
     this.mode = opts.mode;
-    let tlsOpts: TalosTlsOptions;
+    let tls: TalosTlsOptions;
     if (opts.mode === 'maintenance') {
-      tlsOpts = { kind: 'maintenance', host: addr.host, ...(opts.fingerprint ? { pin: parseFingerprint(opts.fingerprint) } : {}) };
+      tls = { kind: 'maintenance', host: addr.host, ...(opts.fingerprint ? { pin: parseFingerprint(opts.fingerprint) } : {}) };
     } else {
-      tlsOpts = {
+      tls = {
         kind: 'configured',
         host: addr.host,
         ...(opts.serverName ? { serverName: opts.serverName } : {}),
@@ -89,32 +85,7 @@ export class TalosApiClient {
         ...(opts.secureContext ? { secureContext: opts.secureContext } : {}),
       };
     }
-    this.creds = new TalosChannelCredentials(tlsOpts);
-    const services = loadTalosServices();
-    const channelOptions: grpc.ChannelOptions = {
-      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
-      // Nodes reboot often during provisioning; retry the connection soon after they return.
-      'grpc.initial_reconnect_backoff_ms': 250,
-      'grpc.max_reconnect_backoff_ms': 5_000,
-      // Channelz keeps per-channel, per-subchannel and per-call statistics for an admin service
-      // this process never serves; without it a client is cheaper to set up and to call through.
-      'grpc.enable_channelz': 0,
-    };
-    this.machine = new services.MachineServiceClient(this.node, this.creds, channelOptions);
-    this.channelOptions = channelOptions;
-  }
-
-  private sharedChannel(): grpc.ClientOptions {
-    return { ...this.channelOptions, channelOverride: this.machine.getChannel() } as grpc.ClientOptions;
-  }
-
-  private get image(): grpc.Client {
-    return (this.imageClient ??= new (loadTalosServices().ImageServiceClient)(this.node, this.creds, this.sharedChannel()));
-  }
-
-  private get lifecycle(): grpc.Client {
-    return (this.lifecycleClient ??= new (loadTalosServices().LifecycleServiceClient)(this.node, this.creds, this.sharedChannel()));
+    this.channel = new NodeChannel({ host: addr.host, port: addr.port, authority: this.node, tls, maxMessageBytes: MAX_MESSAGE_BYTES });
   }
 
   async applyConfiguration(input: ApplyConfigurationInput, opts?: CallOptions): Promise<ApplyConfigurationResult> {
@@ -185,34 +156,20 @@ export class TalosApiClient {
 
   /** MachineService/EtcdSnapshot: streams the local etcd member's snapshot (a bbolt db file) chunk by chunk. */
   async etcdSnapshot(onChunk: (chunk: Buffer) => void, opts?: CallOptions): Promise<void> {
-    await this.stream(this.machine, 'MachineService', 'EtcdSnapshot', {}, opts, (msg) => {
+    await this.stream('MachineService', 'EtcdSnapshot', {}, opts, (msg) => {
       const b = msg['bytes'];
       if (b && (b as Buffer).length) onChunk(Buffer.from(b as Buffer));
     });
   }
 
   /** MachineService/EtcdRecover (client stream): uploads a snapshot for a later Bootstrap with recoverEtcd. */
-  etcdRecover(data: Uint8Array, opts?: CallOptions & { chunkBytes?: number }): Promise<void> {
-    const label = 'MachineService/EtcdRecover';
-    return new Promise((resolve, reject) => {
-      const signal = opts?.signal;
-      if (signal?.aborted) return reject(this.error(label, 'canceled', 'CANCELLED', 'aborted before the call started'));
-      const fn = (this.machine as unknown as Record<string, ClientStreamFn>)['EtcdRecover'];
-      if (!fn) return reject(this.error(label, 'unimplemented', 'UNIMPLEMENTED', 'method not in the client protos'));
-      const deadline = Date.now() + (opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS);
-      const onAbort = (): void => call.cancel();
-      const call = fn.call(this.machine, new grpc.Metadata(), { deadline }, (err, res) => {
-        signal?.removeEventListener('abort', onAbort);
-        if (err) return reject(this.fromServiceError(label, err));
-        const md = obj(list(res?.['messages'])[0]?.['metadata']);
-        if (md && str(md['error']) !== '') return reject(this.error(label, 'node-error', 'OK', sanitizeDetail(str(md['error']))));
-        resolve();
-      });
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const size = opts?.chunkBytes ?? 1024 * 1024;
-      for (let i = 0; i < data.byteLength; i += size) call.write({ bytes: Buffer.from(data.subarray(i, i + size)) });
-      call.end();
-    });
+  async etcdRecover(data: Uint8Array, opts?: CallOptions & { chunkBytes?: number }): Promise<void> {
+    const size = opts?.chunkBytes ?? 1024 * 1024;
+    const chunks: Raw[] = [];
+    for (let i = 0; i < data.byteLength; i += size) chunks.push({ bytes: Buffer.from(data.subarray(i, i + size)) });
+    const res = await this.call('MachineService', 'EtcdRecover', chunks, opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS, opts?.signal);
+    const md = obj(list(res['messages'])[0]?.['metadata']);
+    if (md && str(md['error']) !== '') throw this.error('MachineService/EtcdRecover', 'node-error', 'OK', sanitizeDetail(str(md['error'])));
   }
 
   /** MachineService/Upgrade: deprecated since v1.13 but the only path on older nodes. The node reboots itself. */
@@ -234,7 +191,7 @@ export class TalosApiClient {
   async imagePull(input: { image: string; namespace?: 'system' | 'cri' }, opts?: CallOptions & { onProgress?: (p: ImagePullProgress) => void }): Promise<{ name: string }> {
     let name = '';
     const containerd = input.namespace === 'cri' ? CRI_CONTAINERD : SYSTEM_CONTAINERD;
-    await this.stream(this.image, 'ImageService', 'Pull', { containerd, image_ref: input.image }, opts, (msg) => {
+    await this.stream('ImageService', 'Pull', { containerd, image_ref: input.image }, opts, (msg) => {
       if (msg['response'] === 'name') name = str(msg['name']);
       else if (msg['response'] === 'pull_progress' && opts?.onProgress) {
         const p = obj(msg['pull_progress']) ?? {};
@@ -253,7 +210,7 @@ export class TalosApiClient {
   async lifecycleUpgrade(input: LifecycleUpgradeInput, onProgress?: (message: string) => void, opts?: CallOptions): Promise<LifecycleUpgradeResult> {
     const messages: string[] = [];
     let exitCode: number | null = null;
-    await this.stream(this.lifecycle, 'LifecycleService', 'Upgrade', { containerd: SYSTEM_CONTAINERD, source: { image_name: input.image } }, opts, (msg) => {
+    await this.stream('LifecycleService', 'Upgrade', { containerd: SYSTEM_CONTAINERD, source: { image_name: input.image } }, opts, (msg) => {
       const p = obj(msg['progress']);
       if (!p) return;
       if (p['response'] === 'message') {
@@ -284,69 +241,33 @@ export class TalosApiClient {
    * accepts TCP but never completes the handshake. Lets a caller wait for many nodes' connections
    * at once and spend its call concurrency only on nodes that answer.
    */
-  connect(opts?: CallOptions): Promise<void> {
-    const label = 'connect';
-    const channel = this.machine.getChannel();
-    const budgetMs = opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS;
-    const deadline = Date.now() + budgetMs;
-    const signal = opts?.signal;
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(this.error(label, 'canceled', 'CANCELLED', 'aborted before the call started'));
-      let settled = false;
-      const settle = (err?: TalosApiError): void => {
-        if (settled) return;
-        settled = true;
-        stopAbort();
-        if (err) reject(err);
-        else resolve();
-      };
-      const stopAbort = whenAborted(signal, () => settle(this.error(label, 'canceled', 'CANCELLED', 'aborted while connecting')));
-      const check = (): void => {
-        if (settled) return;
-        const state = channel.getConnectivityState(true);
-        if (state === grpc.connectivityState.READY || state === grpc.connectivityState.TRANSIENT_FAILURE) return settle();
-        if (state === grpc.connectivityState.SHUTDOWN) return settle(this.error(label, 'canceled', 'CANCELLED', 'client closed while connecting'));
-        channel.watchConnectivityState(state, deadline, (err) => {
-          if (err) settle(this.error(label, 'deadline', 'DEADLINE_EXCEEDED', `no connection within the ${budgetMs} ms deadline`));
-          else check();
-        });
-      };
-      check();
-    });
+  async connect(opts?: CallOptions): Promise<void> {
+    try {
+      await this.channel.connect(opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS, opts?.signal);
+    } catch (err) {
+      throw this.failed('connect', err);
+    }
   }
 
   close(): void {
-    this.lifecycleClient?.close();
-    this.imageClient?.close();
-    this.machine.close();
-    this.creds.destroyAll();
+    this.channel.close();
   }
 
   private error(method: string, code: TalosApiErrorCode, grpcStatus: string, detail: string): TalosApiError {
     return new TalosApiError({ node: this.node, method, code, grpcStatus, detail });
   }
 
-  private fromServiceError(method: string, err: grpc.ServiceError): TalosApiError {
-    const details = err.details ?? err.message ?? '';
-    let code = codeForStatus(err.code);
-    let detail = sanitizeDetail(details);
-    if (err.code === grpc.status.UNAVAILABLE) {
-      const failure = this.creds.lastFailure;
-      const matches = failure && (details.includes(failure.message) || (failure.quiet === true && details.includes('Failed to connect')));
-      if (failure && matches) {
-        code = failure.kind;
-        detail = sanitizeDetail(failure.message);
-      } else if (!TRANSPORT_DOWN.test(details)) {
-        code = 'connection-lost';
-      }
-    }
-    return this.error(method, code, grpcStatusName(err.code), detail || grpcStatusName(err.code));
+  /** A classified failure becomes this node's TalosApiError; anything else (a callback's throw) passes as it is. */
+  private failed(method: string, err: unknown): unknown {
+    if (!(err instanceof CallFailure)) return err;
+    const status = grpcStatusName(err.status);
+    return this.error(method, err.code, status, sanitizeDetail(err.detail) || status);
   }
 
   /** Unwraps `messages[0]`; a per-node `metadata.error` becomes an error for this node. */
-  private async first(service: string, method: string, request: Raw, opts?: CallOptions): Promise<Raw> {
+  private async first(service: Service, method: string, request: Raw, opts?: CallOptions): Promise<Raw> {
     const label = `${service}/${method}`;
-    const res = await this.unary(label, method, request, opts);
+    const res = await this.call(service, method, [request], opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS, opts?.signal);
     const m = list(res['messages'])[0];
     if (!m) throw this.error(label, 'protocol', 'OK', 'reply carried no messages');
     const md = obj(m['metadata']);
@@ -357,55 +278,47 @@ export class TalosApiClient {
     return m;
   }
 
-  private unary(label: string, method: string, request: Raw, opts?: CallOptions): Promise<Raw> {
-    return new Promise((resolve, reject) => {
-      const signal = opts?.signal;
-      if (signal?.aborted) return reject(this.error(label, 'canceled', 'CANCELLED', 'aborted before the call started'));
-      const fn = (this.machine as unknown as Record<string, UnaryFn>)[method];
-      if (!fn) return reject(this.error(label, 'unimplemented', 'UNIMPLEMENTED', 'method not in the client protos'));
-      const deadline = Date.now() + (opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS);
-      let done = (): void => {};
-      const call = fn.call(this.machine, request, new grpc.Metadata(), { deadline }, (err, res) => {
-        done();
-        if (err) return reject(this.fromServiceError(label, err));
-        this.creds.lastFailure = undefined;
-        resolve(res ?? {});
-      });
-      done = whenAborted(signal, () => call.cancel());
-    });
+  /** A call with one reply: unary, or client-streaming with `requests` sent in order. */
+  private async call(service: Service, method: string, requests: Raw[], deadlineMs: number, signal: AbortSignal | undefined): Promise<Raw> {
+    const replies: Raw[] = [];
+    await this.invoke(service, method, requests, deadlineMs, signal, (m) => replies.push(m));
+    if (replies.length !== 1) throw this.error(`${service}/${method}`, 'protocol', 'OK', `expected one reply message, got ${replies.length}`);
+    return replies[0]!;
   }
 
-  private stream(client: grpc.Client, service: string, method: string, request: Raw, opts: CallOptions | undefined, onMessage: (m: Raw) => void): Promise<void> {
+  private stream(service: Service, method: string, request: Raw, opts: CallOptions | undefined, onMessage: (m: Raw) => void): Promise<void> {
+    return this.invoke(service, method, [request], opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS, opts?.signal, onMessage);
+  }
+
+  private async invoke(service: Service, method: string, requests: Raw[], deadlineMs: number, signal: AbortSignal | undefined, onMessage: (m: Raw) => void): Promise<void> {
     const label = `${service}/${method}`;
-    return new Promise((resolve, reject) => {
-      const signal = opts?.signal;
-      if (signal?.aborted) return reject(this.error(label, 'canceled', 'CANCELLED', 'aborted before the call started'));
-      const fn = (client as unknown as Record<string, StreamFn>)[method];
-      if (!fn) return reject(this.error(label, 'unimplemented', 'UNIMPLEMENTED', 'method not in the client protos'));
-      const deadline = Date.now() + (opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS);
-      const call = fn.call(client, request, new grpc.Metadata(), { deadline });
-      let callbackError: unknown;
-      const done = whenAborted(signal, () => call.cancel());
-      call.on('data', (msg: Raw) => {
-        if (callbackError !== undefined) return;
-        try {
-          onMessage(msg);
-        } catch (e) {
-          callbackError = e;
-          call.cancel();
-        }
+    const def = loadTalosServices()[SERVICE_KEY[service]][method];
+    if (!def) throw this.error(label, 'unimplemented', 'UNIMPLEMENTED', 'method not in the client protos');
+    let messages: Uint8Array[];
+    try {
+      messages = requests.map((r) => def.requestSerialize(r));
+    } catch (err) {
+      throw this.error(label, 'internal', 'INTERNAL', `request did not encode: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    try {
+      await this.channel.invoke({
+        path: def.path,
+        messages,
+        deadlineMs,
+        ...(signal ? { signal } : {}),
+        onMessage: (bytes) => {
+          let decoded: Raw;
+          try {
+            decoded = def.responseDeserialize(bytes) as Raw;
+          } catch (err) {
+            throw new CallFailure('protocol', GrpcStatus.INTERNAL, `reply did not decode: ${err instanceof Error ? err.message : String(err)}`);
+          }
+          onMessage(decoded);
+        },
       });
-      call.on('error', (err: grpc.ServiceError) => {
-        done();
-        reject(callbackError !== undefined ? callbackError : this.fromServiceError(label, err));
-      });
-      call.on('end', () => {
-        done();
-        if (callbackError !== undefined) return reject(callbackError);
-        this.creds.lastFailure = undefined;
-        resolve();
-      });
-    });
+    } catch (err) {
+      throw this.failed(label, err);
+    }
   }
 }
 

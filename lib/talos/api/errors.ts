@@ -1,4 +1,4 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { GrpcStatus } from './grpc-status.ts';
 
 export type TalosApiErrorCode =
   | 'unreachable'
@@ -52,11 +52,6 @@ export function isUnimplemented(err: unknown): boolean {
   return isTalosApiError(err, 'unimplemented');
 }
 
-export function grpcStatusName(code: number): string {
-  const name = (GrpcStatus as unknown as Record<number, string>)[code];
-  return typeof name === 'string' ? name : `CODE_${code}`;
-}
-
 const BY_STATUS: Partial<Record<number, TalosApiErrorCode>> = {
   [GrpcStatus.DEADLINE_EXCEEDED]: 'deadline',
   [GrpcStatus.CANCELLED]: 'canceled',
@@ -68,7 +63,9 @@ const BY_STATUS: Partial<Record<number, TalosApiErrorCode>> = {
   [GrpcStatus.ALREADY_EXISTS]: 'already-exists',
   [GrpcStatus.NOT_FOUND]: 'not-found',
   [GrpcStatus.RESOURCE_EXHAUSTED]: 'resource-exhausted',
-  [GrpcStatus.UNAVAILABLE]: 'unreachable',
+  // Sent by a node that answered: it is reachable, but the call did not go through (apid could not
+  // reach the member it proxies to, or it is shutting down); transient either way.
+  [GrpcStatus.UNAVAILABLE]: 'connection-lost',
 };
 
 export function codeForStatus(code: number): TalosApiErrorCode {

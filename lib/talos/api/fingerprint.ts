@@ -26,8 +26,9 @@ export function parseFingerprint(text: string): CertificatePin {
   throw new InvalidFingerprintError('certificate fingerprint must be a SHA-256 digest: base64 (as Talos prints it) or 64 hex digits');
 }
 
-export function spkiSha256(certDer: Uint8Array): Buffer {
-  const spki = new X509Certificate(certDer).publicKey.export({ type: 'spki', format: 'der' });
+export function spkiSha256(cert: Uint8Array | X509Certificate): Buffer {
+  const x509 = cert instanceof X509Certificate ? cert : new X509Certificate(cert);
+  const spki = x509.publicKey.export({ type: 'spki', format: 'der' });
   return createHash('sha256').update(spki).digest();
 }
 
@@ -40,7 +41,7 @@ export function talosFingerprint(certDer: Uint8Array): string {
  * Matches the SPKI digest (Talos' form) or, for pins copied from `openssl x509 -fingerprint
  * -sha256`, the digest of the whole certificate. Both are pre-image resistant pins.
  */
-export function certificateMatchesPin(certDer: Uint8Array, pin: CertificatePin): boolean {
-  if (spkiSha256(certDer).equals(pin.digest)) return true;
-  return createHash('sha256').update(certDer).digest().equals(pin.digest);
+export function certificateMatchesPin(cert: Uint8Array | X509Certificate, pin: CertificatePin): boolean {
+  if (spkiSha256(cert).equals(pin.digest)) return true;
+  return createHash('sha256').update(cert instanceof X509Certificate ? cert.raw : cert).digest().equals(pin.digest);
 }

@@ -1,5 +1,4 @@
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
 const PROTO_ROOT = fileURLToPath(new URL('./protos', import.meta.url));
@@ -32,8 +31,8 @@ const LEAN_REPLY_METHODS = ['Version', 'Hostname', 'ServiceList', 'Memory', 'Loa
 const LEAN_REPLY_OPTIONS: protoLoader.Options = { ...PROTO_LOADER_OPTIONS, longs: Number, defaults: false };
 
 function useLeanReplies(def: protoLoader.PackageDefinition): void {
-  const lean = protoLoader.loadSync(PROTO_FILES, LEAN_REPLY_OPTIONS)['machine.MachineService'] as grpc.ServiceDefinition;
-  const full = def['machine.MachineService'] as Record<string, grpc.MethodDefinition<object, object>>;
+  const lean = protoLoader.loadSync(PROTO_FILES, LEAN_REPLY_OPTIONS)['machine.MachineService'] as protoLoader.ServiceDefinition;
+  const full = def['machine.MachineService'] as protoLoader.ServiceDefinition;
   for (const name of LEAN_REPLY_METHODS) {
     const l = lean[name];
     const f = full[name];
@@ -43,39 +42,29 @@ function useLeanReplies(def: protoLoader.PackageDefinition): void {
 }
 
 export interface TalosServiceDefinitions {
-  machine: grpc.ServiceDefinition;
-  image: grpc.ServiceDefinition;
-  lifecycle: grpc.ServiceDefinition;
-  MachineServiceClient: grpc.ServiceClientConstructor;
-  ImageServiceClient: grpc.ServiceClientConstructor;
-  LifecycleServiceClient: grpc.ServiceClientConstructor;
+  machine: protoLoader.ServiceDefinition;
+  image: protoLoader.ServiceDefinition;
+  lifecycle: protoLoader.ServiceDefinition;
   packageDefinition: protoLoader.PackageDefinition;
 }
 
 let cached: TalosServiceDefinitions | undefined;
+
+function service(def: protoLoader.PackageDefinition, name: string): protoLoader.ServiceDefinition {
+  const s = def[`machine.${name}`];
+  if (!s || typeof (s as { format?: unknown }).format === 'string') throw new Error(`proto service machine.${name} missing`);
+  return s as protoLoader.ServiceDefinition;
+}
 
 /** Loads the Talos protos once per process (parsing them costs a few milliseconds). */
 export function loadTalosServices(): TalosServiceDefinitions {
   if (cached) return cached;
   const packageDefinition = protoLoader.loadSync(PROTO_FILES, PROTO_LOADER_OPTIONS);
   useLeanReplies(packageDefinition);
-  const loaded = grpc.loadPackageDefinition(packageDefinition);
-  const machinePkg = loaded['machine'] as grpc.GrpcObject;
-  const ctor = (name: string): grpc.ServiceClientConstructor => {
-    const c = machinePkg[name];
-    if (typeof c !== 'function') throw new Error(`proto service machine.${name} missing`);
-    return c as grpc.ServiceClientConstructor;
-  };
-  const MachineServiceClient = ctor('MachineService');
-  const ImageServiceClient = ctor('ImageService');
-  const LifecycleServiceClient = ctor('LifecycleService');
   cached = {
-    machine: MachineServiceClient.service,
-    image: ImageServiceClient.service,
-    lifecycle: LifecycleServiceClient.service,
-    MachineServiceClient,
-    ImageServiceClient,
-    LifecycleServiceClient,
+    machine: service(packageDefinition, 'MachineService'),
+    image: service(packageDefinition, 'ImageService'),
+    lifecycle: service(packageDefinition, 'LifecycleService'),
     packageDefinition,
   };
   return cached;

@@ -1,8 +1,8 @@
-import type { Socket } from 'node:net';
 import * as tls from 'node:tls';
-import { CallCredentials, ChannelCredentials } from '@grpc/grpc-js';
 import { isIpLiteral } from './address.ts';
+import { CallFailure } from './call-failure.ts';
 import { certificateMatchesPin, type CertificatePin } from './fingerprint.ts';
+import { GrpcStatus } from './grpc-status.ts';
 
 export type TalosTlsOptions =
   | { kind: 'maintenance'; host: string; pin?: CertificatePin }
@@ -17,15 +17,6 @@ export type TalosTlsOptions =
       secureContext?: tls.SecureContext;
     };
 
-export interface TransportFailure {
-  kind: 'tls' | 'fingerprint-mismatch';
-  message: string;
-  /** The node closed the connection without an error grpc-js could report. */
-  quiet?: boolean;
-}
-
-type SecureConnector = ReturnType<ChannelCredentials['_createSecureConnector']>;
-
 let maintenanceContext: tls.SecureContext | undefined;
 
 /**
@@ -37,120 +28,79 @@ function sharedMaintenanceContext(): tls.SecureContext {
   return maintenanceContext;
 }
 
-const CLOSED_AFTER_HANDSHAKE = 'the node closed the connection right after the TLS handshake (client certificate rejected?)';
+export const CLOSED_AFTER_HANDSHAKE = 'the node closed the connection right after the TLS handshake (client certificate rejected?)';
 const FINGERPRINT_MISMATCH = 'server certificate does not match the pinned fingerprint';
 
+/** Socket errors that mean nothing answers at the address, as opposed to a connection that broke. */
+const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EADDRNOTAVAIL', 'EHOSTDOWN']);
+
 /** OpenSSL alerts and certificate verification failures, as opposed to plain socket errors. */
-function isTlsError(err: NodeJS.ErrnoException): boolean {
+export function isTlsError(err: NodeJS.ErrnoException): boolean {
   const code = err.code ?? '';
   return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || /CERT|SELF_SIGNED|UNABLE_TO|ISSUER/.test(code);
 }
 
+/** What a socket error before the first reply means for the caller. */
+export function dialFailure(err: NodeJS.ErrnoException): CallFailure {
+  // OpenSSL's reason ("tlsv13 alert certificate required") without its source file and line.
+  if (isTlsError(err)) return new CallFailure('tls', GrpcStatus.UNAVAILABLE, (err as { reason?: string }).reason ?? err.message);
+  if (NOT_REACHED.has(err.code ?? '')) return new CallFailure('unreachable', GrpcStatus.UNAVAILABLE, err.message);
+  return new CallFailure('connection-lost', GrpcStatus.UNAVAILABLE, err.message);
+}
+
+function connectOptions(o: TalosTlsOptions, port: number): tls.ConnectionOptions {
+  const base: tls.ConnectionOptions = { host: o.host, port, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2' };
+  if (o.kind === 'maintenance') {
+    // The maintenance certificate is self-signed and ephemeral; trust comes from the pin, if any.
+    return { ...base, secureContext: sharedMaintenanceContext(), rejectUnauthorized: false, ...(isIpLiteral(o.host) ? {} : { servername: o.host }) };
+  }
+  const verifyName = o.serverName ?? o.host;
+  return {
+    ...base,
+    ...(o.secureContext ? { secureContext: o.secureContext } : { ca: o.ca, cert: o.cert, key: o.key }),
+    rejectUnauthorized: true,
+    // IP literals stay out of SNI (RFC 6066) but are still checked against the IP SANs.
+    ...(isIpLiteral(verifyName) ? {} : { servername: verifyName }),
+    checkServerIdentity: (_host, cert) => tls.checkServerIdentity(verifyName, cert),
+  };
+}
+
+export interface TlsDial {
+  /** The socket once the handshake (and the pin, in maintenance mode) passed. */
+  socket: Promise<tls.TLSSocket>;
+  /** Ends the attempt; `socket` rejects with `reason`. */
+  cancel(reason: CallFailure): void;
+}
+
 /**
- * Performs the TLS handshake for grpc-js ourselves. grpc-js skips `checkServerIdentity` when
- * `rejectUnauthorized` is false, so maintenance-mode pinning needs its own hook; doing it here
- * means a mismatching node is dropped before the HTTP/2 preface, i.e. before any request.
- * It also keeps IP literals out of SNI (RFC 6066) while still checking IP SANs.
+ * TCP connect and TLS handshake to a node. Pinning is checked here, before the HTTP/2 preface,
+ * so a node that does not match the pin never sees a request.
  */
-export class TalosChannelCredentials extends ChannelCredentials {
-  private readonly sockets = new Set<tls.TLSSocket>();
-  lastFailure: TransportFailure | undefined;
-
-  constructor(private readonly opts: TalosTlsOptions) {
-    super();
-  }
-
-  override _isSecure(): boolean {
-    return true;
-  }
-
-  override _equals(other: ChannelCredentials): boolean {
-    return other === this;
-  }
-
-  override _createSecureConnector(_target: unknown, _options: unknown, callCredentials?: CallCredentials): SecureConnector {
-    const creds = callCredentials ?? CallCredentials.createEmpty();
-    return {
-      connect: (socket: Socket) => this.handshake(socket),
-      waitForReady: () => Promise.resolve(),
-      getCallCredentials: () => creds,
-      destroy: () => {},
+export function dialTls(opts: TalosTlsOptions, port: number): TlsDial {
+  const socket = tls.connect(connectOptions(opts, port));
+  let cancel: (reason: CallFailure) => void = () => {};
+  const promise = new Promise<tls.TLSSocket>((resolve, reject) => {
+    let settled = false;
+    const fail = (failure: CallFailure): void => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      reject(failure);
     };
-  }
-
-  /** Ends handshakes still in flight (e.g. against a node that accepts TCP but never answers). */
-  destroyAll(): void {
-    for (const s of this.sockets) s.destroy();
-    this.sockets.clear();
-  }
-
-  private record(failure: TransportFailure): void {
-    this.lastFailure = failure;
-  }
-
-  private connectOptions(socket: Socket): tls.ConnectionOptions {
-    const o = this.opts;
-    const base: tls.ConnectionOptions = { socket, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2' };
-    if (o.kind === 'maintenance') {
-      // The maintenance certificate is self-signed and ephemeral; trust comes from the pin, if any.
-      return { ...base, secureContext: sharedMaintenanceContext(), rejectUnauthorized: false, ...(isIpLiteral(o.host) ? {} : { servername: o.host }) };
-    }
-    const verifyName = o.serverName ?? o.host;
-    return {
-      ...base,
-      ...(o.secureContext ? { secureContext: o.secureContext } : { ca: o.ca, cert: o.cert, key: o.key }),
-      rejectUnauthorized: true,
-      ...(isIpLiteral(verifyName) ? {} : { servername: verifyName }),
-      checkServerIdentity: (_host, cert) => tls.checkServerIdentity(verifyName, cert),
-    };
-  }
-
-  private handshake(socket: Socket): Promise<{ socket: Socket; secure: boolean }> {
-    return new Promise((resolve, reject) => {
-      const tlsSocket = tls.connect(this.connectOptions(socket));
-      this.sockets.add(tlsSocket);
-      tlsSocket.once('close', () => this.sockets.delete(tlsSocket));
-      let settled = false;
-      const fail = (err: Error): void => {
-        if (settled) return;
-        settled = true;
-        tlsSocket.destroy();
-        reject(err);
-      };
-      tlsSocket.once('error', (err: NodeJS.ErrnoException) => {
-        if (isTlsError(err)) this.record({ kind: 'tls', message: err.message });
-        fail(err);
-      });
-      tlsSocket.once('secureConnect', () => {
-        if (this.opts.kind === 'maintenance' && this.opts.pin) {
-          const peer = tlsSocket.getPeerCertificate();
-          if (!peer?.raw || !certificateMatchesPin(peer.raw, this.opts.pin)) {
-            this.record({ kind: 'fingerprint-mismatch', message: FINGERPRINT_MISMATCH });
-            fail(new Error(FINGERPRINT_MISMATCH));
-            return;
-          }
-        }
-        settled = true;
-        // With TLS 1.3 the server judges our client certificate after our handshake is done;
-        // its rejection arrives as an alert on the open socket.
-        tlsSocket.on('error', (err: NodeJS.ErrnoException) => {
-          if (isTlsError(err)) this.record({ kind: 'tls', message: err.message });
-        });
-        if (this.opts.kind === 'configured') {
-          // A node that rejects our certificate after a TLS 1.3 handshake may just hang up
-          // (no alert): nothing at all, not even a session ticket, arrives before the close.
-          let sawSession = false;
-          tlsSocket.once('session', () => {
-            sawSession = true;
-          });
-          tlsSocket.once('close', () => {
-            if (!sawSession && tlsSocket.bytesRead === 0) this.record({ kind: 'tls', message: CLOSED_AFTER_HANDSHAKE, quiet: true });
-          });
-        }
-        resolve({ socket: tlsSocket, secure: true });
-      });
+    cancel = fail;
+    socket.once('error', (err: NodeJS.ErrnoException) => fail(dialFailure(err)));
+    socket.once('close', () => fail(new CallFailure('connection-lost', GrpcStatus.UNAVAILABLE, 'the node closed the connection during the TLS handshake')));
+    socket.once('secureConnect', () => {
+      if (settled) return;
+      if (opts.kind === 'maintenance' && opts.pin) {
+        const peer = socket.getPeerX509Certificate();
+        if (!peer || !certificateMatchesPin(peer, opts.pin)) return fail(new CallFailure('fingerprint-mismatch', GrpcStatus.UNAVAILABLE, FINGERPRINT_MISMATCH));
+      }
+      settled = true;
+      resolve(socket);
     });
-  }
+  });
+  return { socket: promise, cancel: (reason) => cancel(reason) };
 }
 
 /** siderolabs/crypto labels Ed25519 PKCS#8 keys `ED25519 PRIVATE KEY`, which OpenSSL refuses. */

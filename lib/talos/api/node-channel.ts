@@ -1,0 +1,297 @@
+// One HTTP/2 connection to one node, carrying gRPC calls (PROTOCOL-HTTP2.md upstream). Talos's
+// API is unary and server-streaming calls to a single address over TLS, so the channel is a
+// session, a dial, a short memory of its failure, and the call's framing; no name resolution,
+// balancing or retry policy to pay for per node.
+import * as http2 from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import { whenAborted } from './abort-fanout.ts';
+import { CallFailure } from './call-failure.ts';
+import { codeForStatus } from './errors.ts';
+import { decodeGrpcMessage, encodeMessage, FrameError, grpcTimeout, MessageReader } from './grpc-frames.ts';
+import { GrpcStatus, statusForHttp } from './grpc-status.ts';
+import { CLOSED_AFTER_HANDSHAKE, dialFailure, dialTls, type TalosTlsOptions } from './tls-connector.ts';
+
+/** A dial nobody waits for any more still ends here, as grpc's minimum connect timeout. */
+const DIAL_TIMEOUT_MS = 20_000;
+/**
+ * After a failed dial, calls fail at once with its reason for this long: the calls a caller makes
+ * right after connect() reported the failure do not dial again, while a caller polling a rebooting
+ * node still gets a fresh attempt on each poll.
+ */
+const FAILURE_MEMO_MS = 100;
+const USER_AGENT = 'rezuscloud-talos-client/1';
+
+export interface NodeChannelOptions {
+  host: string;
+  port: number;
+  /** `host:port` as the :authority header carries it, IPv6 bracketed. */
+  authority: string;
+  tls: TalosTlsOptions;
+  maxMessageBytes: number;
+}
+
+export interface Invocation {
+  /** `/package.Service/Method`. */
+  path: string;
+  /** Serialized request messages: one for unary and server-streaming calls. */
+  messages: Uint8Array[];
+  deadlineMs: number;
+  signal?: AbortSignal;
+  /** Each reply message as it arrives; a throw ends the call with that error. */
+  onMessage: (message: Buffer) => void;
+}
+
+interface Live {
+  session: http2.ClientHttp2Session;
+  calls: number;
+}
+
+const canceled = (detail: string): CallFailure => new CallFailure('canceled', GrpcStatus.CANCELLED, detail);
+
+export class NodeChannel {
+  private live: Live | undefined;
+  private dialing: Promise<Live> | undefined;
+  private cancelDial: ((reason: CallFailure) => void) | undefined;
+  private failure: { error: CallFailure; until: number } | undefined;
+  private closed = false;
+
+  constructor(private readonly opts: NodeChannelOptions) {}
+
+  /**
+   * Resolves once a connection is up, or once the attempt failed outright (a later call then fails
+   * at once with its reason); rejects when the deadline passes first.
+   */
+  connect(deadlineMs: number, signal?: AbortSignal): Promise<void> {
+    return this.bounded(deadlineMs, signal, 'connecting', `no connection within the ${deadlineMs} ms deadline`, (settle) => {
+      this.ready().then(
+        () => settle(),
+        (err: unknown) => settle(err instanceof CallFailure && err.code === 'canceled' ? err : undefined),
+      );
+    });
+  }
+
+  /** Runs one call; resolves when the node ends it with status OK. */
+  invoke(call: Invocation): Promise<void> {
+    let stream: http2.ClientHttp2Stream | undefined;
+    let over = false;
+    const deadlineText = `no reply within the ${call.deadlineMs} ms deadline`;
+    return this.bounded(call.deadlineMs, call.signal, 'during the call', deadlineText, (settle) => {
+      this.ready().then(
+        (live) => {
+          if (!over) stream = this.open(live, call, settle);
+        },
+        (err: unknown) => settle(err as Error),
+      );
+    }, () => {
+      over = true;
+      // Tells the node to stop: RST_STREAM(CANCEL) ends its handler's context.
+      if (stream && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.cancelDial?.(canceled('client closed'));
+    this.live?.session.destroy();
+    this.live = undefined;
+  }
+
+  /**
+   * Runs `start` under the deadline and the signal. `settle` ends the call (an error rejects);
+   * `stop` runs when the deadline or the signal ended it first.
+   */
+  private bounded(
+    deadlineMs: number,
+    signal: AbortSignal | undefined,
+    phase: string,
+    deadlineText: string,
+    start: (settle: (err?: Error) => void) => void,
+    stop?: () => void,
+  ): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(canceled('aborted before the call started'));
+      let settled = false;
+      const settle = (err?: Error): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        stopAbort();
+        if (err) reject(err);
+        else resolve();
+      };
+      const end = (failure: CallFailure): void => {
+        if (settled) return;
+        settle(failure);
+        stop?.();
+      };
+      const timer = setTimeout(() => end(new CallFailure('deadline', GrpcStatus.DEADLINE_EXCEEDED, deadlineText)), deadlineMs);
+      const stopAbort = whenAborted(signal, () => end(canceled(`aborted ${phase}`)));
+      start(settle);
+    });
+  }
+
+  private ready(): Promise<Live> {
+    if (this.closed) return Promise.reject(canceled('client closed'));
+    const live = this.live;
+    if (live && !live.session.closed && !live.session.destroyed) return Promise.resolve(live);
+    if (this.failure && Date.now() < this.failure.until) return Promise.reject(this.failure.error);
+    return (this.dialing ??= this.dial());
+  }
+
+  private dial(): Promise<Live> {
+    const attempt = dialTls(this.opts.tls, this.opts.port);
+    this.cancelDial = attempt.cancel;
+    const timer = setTimeout(() => this.cancelDial?.(new CallFailure('deadline', GrpcStatus.DEADLINE_EXCEEDED, `no connection within ${DIAL_TIMEOUT_MS} ms`)), DIAL_TIMEOUT_MS);
+    timer.unref();
+    return attempt.socket
+      .then((socket) => this.startSession(socket))
+      .then(
+        (live) => {
+          this.failure = undefined;
+          if (this.closed) {
+            live.session.destroy();
+            throw canceled('client closed');
+          }
+          this.live = live;
+          return live;
+        },
+        (err: unknown) => {
+          const error = err instanceof CallFailure ? err : dialFailure(err as NodeJS.ErrnoException);
+          this.failure = { error, until: Date.now() + FAILURE_MEMO_MS };
+          throw error;
+        },
+      )
+      .finally(() => {
+        clearTimeout(timer);
+        this.dialing = undefined;
+        this.cancelDial = undefined;
+      });
+  }
+
+  /**
+   * The session is ready once the node's SETTINGS arrive: with TLS 1.3 the node judges our client
+   * certificate only after our side of the handshake is done, and a rejection (an alert, or a
+   * silent hang-up) comes instead of its SETTINGS.
+   */
+  private startSession(socket: TLSSocket): Promise<Live> {
+    return new Promise((resolve, reject) => {
+      let sawTicket = false;
+      socket.once('session', () => {
+        sawTicket = true;
+      });
+      const session = http2.connect(`https://${this.opts.authority}`, { createConnection: () => socket, settings: { enablePush: false } });
+      const live: Live = { session, calls: 0 };
+      let up = false;
+      let lastError: NodeJS.ErrnoException | undefined;
+      this.cancelDial = (reason) => {
+        if (up) return;
+        session.destroy();
+        reject(reason);
+      };
+      session.on('error', (err: NodeJS.ErrnoException) => {
+        lastError ??= err;
+      });
+      // A TLS alert after the handshake (a rejected client certificate) errors the socket, but the
+      // session only half-closes it and never reports the end; destroying the socket ends both.
+      socket.on('error', (err: NodeJS.ErrnoException) => {
+        lastError ??= err;
+        socket.destroy();
+      });
+      session.once('remoteSettings', () => {
+        up = true;
+        if (live.calls === 0) session.unref();
+        resolve(live);
+      });
+      const forget = (): void => {
+        if (this.live === live) this.live = undefined;
+      };
+      // A node going away (reboot, shutdown) takes no new calls on this connection; the next call dials.
+      session.once('goaway', forget);
+      session.once('close', () => {
+        forget();
+        if (up) return;
+        if (lastError) return reject(dialFailure(lastError));
+        const quiet = !sawTicket && socket.bytesRead === 0 && this.opts.tls.kind === 'configured';
+        reject(quiet ? new CallFailure('tls', GrpcStatus.UNAVAILABLE, CLOSED_AFTER_HANDSHAKE) : new CallFailure('connection-lost', GrpcStatus.UNAVAILABLE, 'the node closed the connection before HTTP/2 was set up'));
+      });
+    });
+  }
+
+  private open(live: Live, call: Invocation, settle: (err?: Error) => void): http2.ClientHttp2Stream {
+    const { session } = live;
+    if (live.calls++ === 0) session.ref();
+    const stream = session.request(
+      {
+        ':method': 'POST',
+        ':path': call.path,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        'grpc-timeout': grpcTimeout(call.deadlineMs),
+        'user-agent': USER_AGENT,
+      },
+      { endStream: false },
+    );
+    const reader = new MessageReader(this.opts.maxMessageBytes);
+    let httpStatus = 0;
+    let grpcStatus: number | undefined;
+    let grpcMessage = '';
+    let failed: Error | undefined;
+    const fail = (err: Error): void => {
+      failed ??= err;
+      if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    };
+    const takeStatus = (headers: http2.IncomingHttpHeaders): void => {
+      const raw = headers['grpc-status'];
+      if (raw === undefined) return;
+      grpcStatus = Number(raw);
+      grpcMessage = decodeGrpcMessage(headers['grpc-message']);
+    };
+    stream.on('response', (headers) => {
+      httpStatus = Number(headers[':status']);
+      // A reply with no messages may carry its status in these headers alone ("trailers-only").
+      takeStatus(headers);
+    });
+    stream.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      try {
+        for (const m of reader.push(chunk)) call.onMessage(m);
+      } catch (err) {
+        fail(err instanceof FrameError ? new CallFailure(err.tooLarge ? 'resource-exhausted' : 'protocol', err.tooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INTERNAL, err.message) : (err as Error));
+      }
+    });
+    stream.on('trailers', takeStatus);
+
+    // Every outcome is read in 'close'; the error itself adds nothing the close does not show.
+    stream.on('error', () => {});
+    stream.once('close', () => {
+      if (--live.calls === 0 && !session.destroyed) session.unref();
+      // Node ends the stream's readable side also when the connection is cut, so only a stream
+      // that closed cleanly on a live connection really ended without a status.
+      const ended = stream.rstCode === http2.constants.NGHTTP2_NO_ERROR && !session.destroyed && !session.closed;
+      settle(failed ?? this.outcome(stream, { httpStatus, grpcStatus, grpcMessage, ended, cutShort: reader.midMessage }));
+    });
+    for (const m of call.messages) stream.write(encodeMessage(m));
+    stream.end();
+    return stream;
+  }
+
+  private outcome(
+    stream: http2.ClientHttp2Stream,
+    { httpStatus, grpcStatus, grpcMessage, ended, cutShort }: { httpStatus: number; grpcStatus: number | undefined; grpcMessage: string; ended: boolean; cutShort: boolean },
+  ): CallFailure | undefined {
+    if (grpcStatus === GrpcStatus.OK) {
+      return cutShort ? new CallFailure('protocol', GrpcStatus.INTERNAL, 'the reply ended inside a message') : undefined;
+    }
+    if (grpcStatus !== undefined) return new CallFailure(codeForStatus(grpcStatus), grpcStatus, grpcMessage);
+    if (this.closed) return canceled('client closed');
+    if (httpStatus !== 0 && httpStatus !== 200) {
+      const status = statusForHttp(httpStatus);
+      return new CallFailure(codeForStatus(status), status, `the node answered HTTP ${httpStatus} without a gRPC status`);
+    }
+    if (ended) return new CallFailure('protocol', GrpcStatus.INTERNAL, 'the reply ended without a gRPC status');
+    if (stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) {
+      return new CallFailure('connection-lost', GrpcStatus.UNAVAILABLE, 'the node refused the call (going away)');
+    }
+    return new CallFailure('connection-lost', GrpcStatus.UNAVAILABLE, 'the connection closed before the reply ended');
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * The gRPC-over-HTTP/2 edges of lib/talos/api/node-channel.ts that a well-behaved simulator never
+ * shows: replies split across DATA frames, trailers-only replies, non-gRPC HTTP answers, replies
+ * cut inside a message, oversized and compressed messages, GOAWAY. A raw node:http2 server plays
+ * the node; each test says what it answers.
+ */
+import * as http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { NodeChannel } from '../lib/talos/api/node-channel.ts';
+import { CallFailure } from '../lib/talos/api/call-failure.ts';
+import { decodeGrpcMessage, encodeMessage, grpcTimeout, MessageReader } from '../lib/talos/api/grpc-frames.ts';
+import { createTestOsCa, issueCert, type TestKeyPair } from './sim/talos/index.ts';
+
+type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, body: Buffer) => void;
+
+let serving: TestKeyPair;
+beforeAll(async () => {
+  serving = await issueCert(await createTestOsCa(), { subject: 'CN=node', usage: 'server', ips: ['127.0.0.1'] });
+});
+
+const open: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of open.splice(0)) await close();
+});
+
+interface RawNode {
+  port: number;
+  sessions: number;
+  requests: http2.IncomingHttpHeaders[];
+}
+
+async function rawNode(handle: Handler): Promise<RawNode> {
+  const node: RawNode = { port: 0, sessions: 0, requests: [] };
+  const server = http2.createSecureServer({ cert: serving.certPem, key: serving.keyPem, ALPNProtocols: ['h2'] });
+  server.on('session', () => node.sessions++);
+  server.on('stream', (stream, headers) => {
+    node.requests.push(headers);
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => handle(stream, headers, Buffer.concat(chunks)));
+    stream.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  node.port = (server.address() as AddressInfo).port;
+  open.push(() => new Promise<void>((r) => server.close(() => r())));
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on('session', (s) => {
+    sessions.add(s);
+    s.on('close', () => sessions.delete(s));
+  });
+  open.unshift(async () => {
+    for (const s of sessions) s.destroy();
+  });
+  return node;
+}
+
+function channel(node: RawNode): NodeChannel {
+  const c = new NodeChannel({ host: '127.0.0.1', port: node.port, authority: `127.0.0.1:${node.port}`, tls: { kind: 'maintenance', host: '127.0.0.1' }, maxMessageBytes: 1024 });
+  open.unshift(async () => c.close());
+  return c;
+}
+
+const GRPC = { ':status': 200, 'content-type': 'application/grpc' };
+
+async function call(c: NodeChannel, deadlineMs = 3000): Promise<{ messages: string[]; error?: CallFailure }> {
+  const messages: string[] = [];
+  try {
+    await c.invoke({ path: '/machine.MachineService/Version', messages: [Buffer.from('ping')], deadlineMs, onMessage: (m) => messages.push(m.toString()) });
+    return { messages };
+  } catch (err) {
+    expect(err).toBeInstanceOf(CallFailure);
+    return { messages, error: err as CallFailure };
+  }
+}
+
+describe('gRPC framing', () => {
+  it('reassembles messages split at any byte and several in one chunk', () => {
+    const wire = Buffer.concat([encodeMessage(Buffer.from('first')), encodeMessage(Buffer.alloc(0)), encodeMessage(Buffer.from('third one'))]);
+    for (let cut = 0; cut <= wire.length; cut++) {
+      const r = new MessageReader(100);
+      const got = [...r.push(wire.subarray(0, cut)), ...r.push(wire.subarray(cut))].map((b) => b.toString());
+      expect(got).toEqual(['first', '', 'third one']);
+      expect(r.midMessage).toBe(false);
+    }
+    const r = new MessageReader(100);
+    expect(r.push(wire.subarray(0, 7))).toEqual([]);
+    expect(r.midMessage).toBe(true);
+  });
+
+  it('writes deadlines as grpc-timeout with at most eight digits', () => {
+    expect(grpcTimeout(10_000)).toBe('10000m');
+    expect(grpcTimeout(0.2)).toBe('1m');
+    expect(grpcTimeout(99_999_999)).toBe('99999999m');
+    expect(grpcTimeout(100_000_000)).toBe('100000S');
+  });
+
+  it('decodes percent-encoded grpc-message and keeps a malformed one as sent', () => {
+    expect(decodeGrpcMessage('config%20rejected%3A%20%E2%9C%97')).toBe('config rejected: ✗');
+    expect(decodeGrpcMessage('100%')).toBe('100%');
+    expect(decodeGrpcMessage(undefined)).toBe('');
+  });
+});
+
+describe('NodeChannel against a raw HTTP/2 node', () => {
+  it('sends upstream request headers and reads a reply split over DATA frames', async () => {
+    const node = await rawNode((stream, _h, body) => {
+      expect(body.equals(encodeMessage(Buffer.from('ping')))).toBe(true);
+      stream.respond(GRPC, { waitForTrailers: true });
+      const reply = encodeMessage(Buffer.from('v1.13.9'));
+      stream.write(reply.subarray(0, 3));
+      setTimeout(() => stream.end(reply.subarray(3)), 20);
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    });
+    const c = channel(node);
+    expect(await call(c, 4000)).toEqual({ messages: ['v1.13.9'] });
+    const h = node.requests[0]!;
+    expect(h[':method']).toBe('POST');
+    expect(h[':path']).toBe('/machine.MachineService/Version');
+    expect(h['content-type']).toBe('application/grpc');
+    expect(h['te']).toBe('trailers');
+    expect(h['grpc-timeout']).toBe('4000m');
+  });
+
+  it('reads a status sent in the reply headers alone (trailers-only)', async () => {
+    const node = await rawNode((stream) => stream.respond({ ...GRPC, 'grpc-status': '7', 'grpc-message': 'not%20authorized' }, { endStream: true }));
+    const { error } = await call(channel(node));
+    expect(error).toMatchObject({ code: 'permission-denied', status: 7, detail: 'not authorized' });
+  });
+
+  it('maps a plain HTTP error (a proxy, a wrong port) by the gRPC HTTP mapping', async () => {
+    const node = await rawNode((stream) => stream.respond({ ':status': 404, 'content-type': 'text/plain' }, { endStream: true }));
+    expect((await call(channel(node))).error).toMatchObject({ code: 'unimplemented', status: 12 });
+    const busy = await rawNode((stream) => stream.respond({ ':status': 503 }, { endStream: true }));
+    expect((await call(channel(busy))).error).toMatchObject({ code: 'connection-lost', status: 14 });
+  });
+
+  it('fails a reply that ends inside a message or without a status, and one whose connection drops', async () => {
+    const cut = await rawNode((stream) => {
+      stream.respond(GRPC, { waitForTrailers: true });
+      stream.end(encodeMessage(Buffer.from('whole')).subarray(0, 7));
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    });
+    expect((await call(channel(cut))).error).toMatchObject({ code: 'protocol' });
+    const silent = await rawNode((stream) => {
+      stream.respond(GRPC);
+      stream.end(encodeMessage(Buffer.from('x')));
+    });
+    expect((await call(channel(silent))).error).toMatchObject({ code: 'protocol', status: 13 });
+    const dropped = await rawNode((stream) => {
+      stream.respond(GRPC);
+      stream.write(encodeMessage(Buffer.from('x')));
+      setTimeout(() => stream.session?.destroy(), 20);
+    });
+    expect((await call(channel(dropped))).error).toMatchObject({ code: 'connection-lost', status: 14 });
+  });
+
+  it('refuses messages over the size limit and compressed ones, and cancels the stream', async () => {
+    let cancelled = 0;
+    const big = await rawNode((stream) => {
+      stream.on('close', () => {
+        if (stream.rstCode === http2.constants.NGHTTP2_CANCEL) cancelled++;
+      });
+      stream.respond(GRPC);
+      stream.write(encodeMessage(Buffer.alloc(2048)));
+    });
+    expect((await call(channel(big))).error).toMatchObject({ code: 'resource-exhausted', status: 8 });
+    const zipped = await rawNode((stream) => {
+      stream.respond({ ...GRPC, 'grpc-encoding': 'gzip' });
+      const m = encodeMessage(Buffer.from('x'));
+      m[0] = 1;
+      stream.write(m);
+    });
+    expect((await call(channel(zipped))).error).toMatchObject({ code: 'protocol' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(cancelled).toBe(1);
+  });
+
+  it('keeps one connection across calls and dials again after the node sent GOAWAY', async () => {
+    const node = await rawNode((stream) => {
+      stream.respond(GRPC, { waitForTrailers: true });
+      stream.end(encodeMessage(Buffer.from('ok')));
+      stream.on('wantTrailers', () => {
+        stream.sendTrailers({ 'grpc-status': '0' });
+        if (node.requests.length === 2) stream.session?.goaway();
+      });
+    });
+    const c = channel(node);
+    for (let i = 0; i < 3; i++) expect((await call(c)).messages).toEqual(['ok']);
+    expect(node.sessions).toBe(2);
+  });
+
+  it('ends a call at its deadline with RST_STREAM and stays usable', async () => {
+    let reset = 0;
+    const node = await rawNode((stream, headers) => {
+      if (node.requests.length === 1) {
+        stream.on('close', () => {
+          if (stream.rstCode === http2.constants.NGHTTP2_CANCEL) reset++;
+        });
+        return; // never answers the first call
+      }
+      expect(headers['grpc-timeout']).toBe('3000m');
+      stream.respond(GRPC, { waitForTrailers: true });
+      stream.end(encodeMessage(Buffer.from('late ok')));
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    });
+    const c = channel(node);
+    expect((await call(c, 100)).error).toMatchObject({ code: 'deadline', status: 4 });
+    expect((await call(c)).messages).toEqual(['late ok']);
+    expect(reset).toBe(1);
+    expect(node.sessions).toBe(1);
+  });
+});
