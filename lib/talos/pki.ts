@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, generateKeyPair, generateKeyPairSync, KeyObject, randomBytes, X509Certificate } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPair, generateKeyPairSync, randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
 import { decodeSinglePem, encodePem } from './pem.ts';
 import {
   authorityKeyIdentifier,
