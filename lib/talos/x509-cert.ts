@@ -33,7 +33,7 @@ const SIGNATURE_ALGORITHM: Record<SignatureKind, Buffer> = {
 };
 const SIGNATURE_DIGEST: Record<SignatureKind, string | null> = { ed25519: null, 'ecdsa-p256': 'sha256' };
 
-const ATTRIBUTE = { O: '2.5.4.10', CN: '2.5.4.3' } as const;
+const ATTRIBUTE = { O: oid('2.5.4.10'), CN: oid('2.5.4.3') };
 export type NameAttribute = { type: keyof typeof ATTRIBUTE; value: string };
 
 const PRINTABLE = /^[A-Za-z0-9 '()+,\-./:=?]*$/;
@@ -45,13 +45,21 @@ const PRINTABLE = /^[A-Za-z0-9 '()+,\-./:=?]*$/;
 export function encodeName(attributes: readonly NameAttribute[]): Buffer {
   return sequence(
     ...attributes.map(({ type, value }) =>
-      setOf(sequence(oid(ATTRIBUTE[type]), tlv(PRINTABLE.test(value) ? TAG.PRINTABLE_STRING : TAG.UTF8_STRING, Buffer.from(value, 'utf8')))),
+      setOf(sequence(ATTRIBUTE[type], tlv(PRINTABLE.test(value) ? TAG.PRINTABLE_STRING : TAG.UTF8_STRING, Buffer.from(value, 'utf8')))),
     ),
   );
 }
 
+// Encoded once: a certificate names the same few extensions and purposes every time.
+const encodedOids = new Map<string, Buffer>();
+function knownOid(dotted: string): Buffer {
+  let encoded = encodedOids.get(dotted);
+  if (!encoded) encodedOids.set(dotted, (encoded = oid(dotted)));
+  return encoded;
+}
+
 function extension(id: string, critical: boolean, value: Buffer): Buffer {
-  return critical ? sequence(oid(id), booleanTrue(), octetString(value)) : sequence(oid(id), octetString(value));
+  return critical ? sequence(knownOid(id), booleanTrue(), octetString(value)) : sequence(knownOid(id), octetString(value));
 }
 
 /** BasicConstraints, critical; cA FALSE is the DEFAULT, so a leaf's is an empty SEQUENCE. */
@@ -63,11 +71,9 @@ export const keyUsage = (bits: readonly number[]): Buffer => extension('2.5.29.1
 
 export const EXT_KEY_USAGE = { serverAuth: '1.3.6.1.5.5.7.3.1', clientAuth: '1.3.6.1.5.5.7.3.2' } as const;
 
-export const extKeyUsage = (purposes: readonly string[]): Buffer => extension('2.5.29.37', false, sequence(...purposes.map(oid)));
+export const extKeyUsage = (purposes: readonly string[]): Buffer => extension('2.5.29.37', false, sequence(...purposes.map(knownOid)));
 
-const SKI_OID = oid('2.5.29.14');
-
-export const subjectKeyIdentifier = (keyId: Buffer): Buffer => sequence(SKI_OID, octetString(octetString(keyId)));
+export const subjectKeyIdentifier = (keyId: Buffer): Buffer => extension('2.5.29.14', false, octetString(keyId));
 
 /** AuthorityKeyIdentifier with keyIdentifier [0] only. */
 export const authorityKeyIdentifier = (keyId: Buffer): Buffer => extension('2.5.29.35', false, sequence(tlv(contextPrimitive(0), keyId)));
@@ -156,7 +162,7 @@ export function readIssuerFields(certificate: Buffer): IssuerFields {
   if (extensions) {
     for (const ext of children(asTag(children(extensions.content)[0], TAG.SEQUENCE, 'extensions').content)) {
       const parts = children(ext.content);
-      if (!asTag(parts[0], TAG.OID, 'extension id').encoded.equals(SKI_OID)) continue;
+      if (!asTag(parts[0], TAG.OID, 'extension id').encoded.equals(knownOid('2.5.29.14'))) continue;
       const value = asTag(parts[parts.length - 1], TAG.OCTET_STRING, 'extension value');
       subjectKeyId = Buffer.from(asTag(readElement(value.content), TAG.OCTET_STRING, 'subjectKeyIdentifier').content);
     }
