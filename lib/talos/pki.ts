@@ -1,3 +1,6 @@
+// Talos-shaped PKI: CAs, leaf certificates, and keys in the PEM forms Talos writes. Certificates are
+// DER built by x509-cert.ts and signed with node:crypto, so issuing loads no ASN.1 library and
+// never parses its own output.
 import { createHash, createPrivateKey, generateKeyPair, generateKeyPairSync, randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
 import { decodeSinglePem, encodePem } from './pem.ts';
 import {
@@ -144,9 +147,9 @@ function loadIssuer(ca: CertAndKey): Issuer {
 }
 
 /**
- * A CA parsed and its key loaded once per process: a cold collect pass issues two certificates
- * for every cluster, and a CA issues again on the next pass. Keyed by a digest so the map holds no
- * key material of its own; bounded, oldest first out.
+ * A CA parsed, its key loaded and checked against it once per process: every collect pass issues
+ * from each cluster's OS and Kubernetes CAs again. Keyed by a digest so the map's keys hold no key
+ * material; bounded, oldest first out.
  */
 function issuerOf(ca: CertAndKey): Issuer {
   const id = createHash('sha256').update(ca.certPem).update('\0').update(ca.keyPem).digest('base64');
