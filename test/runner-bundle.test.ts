@@ -17,9 +17,10 @@ interface Meta {
 const ROOT = join(import.meta.dirname, '..');
 // Imported with `await import()` by every start, so they count as loaded at start.
 const ALWAYS_IMPORTED = new Set(['runner/launch.ts', 'runner/host.ts']);
-const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', '@peculiar/x509', 'ws', '@libsql/hrana-client', 'execa'];
-// Kubernetes is spoken over node:https by lib/kube/http.ts; the generated client must not come back.
-const GONE = ['@kubernetes/client-node'];
+const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'ws', '@libsql/hrana-client', 'execa'];
+// Kubernetes is spoken over node:https by lib/kube/http.ts, and certificates are DER built by
+// lib/talos/x509-*.ts; neither library must come back.
+const GONE = ['@kubernetes/client-node', '@peculiar/x509', 'asn1js'];
 
 const packageOf = (input: string): string | undefined => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input)?.[1];
 
@@ -55,7 +56,7 @@ describe('the runner bundle', () => {
     meta = JSON.parse(await readFile(join(ROOT, 'dist', 'meta.json'), 'utf8')) as Meta;
   });
 
-  it('keeps gRPC, x509, execa and the remote database clients out of the start, and no Kubernetes client library anywhere', () => {
+  it('keeps gRPC, execa and the remote database clients out of the start, and no Kubernetes client or x509 library anywhere', () => {
     const start = loadedAtStart(meta, 'dist/runner/main.js');
     // The walk reached the host (so the check covers the whole start), which serves the API.
     expect([...start].some((f) => meta.outputs[f]?.entryPoint === 'runner/host.ts')).toBe(true);

@@ -1,13 +1,24 @@
-import type * as x509 from '@peculiar/x509';
-import { createHash, createPrivateKey, generateKeyPair, KeyObject, randomBytes, webcrypto } from 'node:crypto';
+// Talos-shaped PKI: CAs, leaf certificates, and keys in the PEM forms Talos writes. Certificates are
+// DER built by x509-cert.ts and signed with node:crypto, so issuing loads no ASN.1 library and
+// never parses its own output.
+import { createHash, createPrivateKey, generateKeyPair, generateKeyPairSync, randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
 import { decodeSinglePem, encodePem } from './pem.ts';
-
-// Loaded on first use: @peculiar/x509 and its ASN.1 stack take tens of milliseconds to evaluate,
-// and most processes that import this module only relabel keys.
-const loadX509 = async (): Promise<typeof x509> => (await import('./x509.ts')).x509;
-
-const crypto = webcrypto as unknown as Crypto;
-const subtle = crypto.subtle;
+import {
+  authorityKeyIdentifier,
+  basicConstraints,
+  encodeName,
+  EXT_KEY_USAGE,
+  extKeyUsage,
+  KEY_USAGE_BIT,
+  keyIdentifier,
+  keyUsage,
+  readIssuerFields,
+  signCertificate,
+  subjectAltName,
+  subjectKeyIdentifier,
+  tbsCertificate,
+  type NameAttribute,
+} from './x509-cert.ts';
 
 export type KeyAlgorithm = 'ed25519' | 'ecdsa-p256';
 
@@ -33,28 +44,27 @@ const CLOCK_SKEW_MS = 5 * 60_000;
 export const ED25519_KEY_LABEL = 'ED25519 PRIVATE KEY';
 const TALOS_KEY_LABELS = [ED25519_KEY_LABEL, 'PRIVATE KEY', 'EC PRIVATE KEY', 'RSA PRIVATE KEY'] as const;
 
-const ALGORITHMS: Record<KeyAlgorithm, { generate: EcKeyGenParams | Algorithm; sign: EcdsaParams | Algorithm }> = {
-  ed25519: { generate: { name: 'Ed25519' }, sign: { name: 'Ed25519' } },
-  'ecdsa-p256': { generate: { name: 'ECDSA', namedCurve: 'P-256' }, sign: { name: 'ECDSA', hash: 'SHA-256' } },
-};
-
-function serialNumber(): string {
+function serialNumber(): Buffer {
   const bytes = randomBytes(16);
   // Positive and without a leading zero byte, so the DER INTEGER keeps all 16 bytes.
   bytes[0] = ((bytes[0] ?? 0) & 0x7f) | 0x40;
-  return bytes.toString('hex');
+  return bytes;
 }
 
-function subjectName(subject: SubjectSpec): x509.JsonName {
-  const name: x509.JsonName = [];
-  for (const org of subject.organizations ?? []) name.push({ O: [org] });
-  if (subject.commonName) name.push({ CN: [subject.commonName] });
-  return name;
+function subjectName(subject: SubjectSpec): Buffer {
+  const attributes: NameAttribute[] = (subject.organizations ?? []).map((value) => ({ type: 'O', value }));
+  if (subject.commonName) attributes.push({ type: 'CN', value: subject.commonName });
+  return encodeName(attributes);
 }
 
-async function generateKeys(algorithm: KeyAlgorithm): Promise<CryptoKeyPair> {
-  return (await subtle.generateKey(ALGORITHMS[algorithm].generate, true, ['sign', 'verify'])) as CryptoKeyPair;
+/** Synchronous: for these key types it takes tens of microseconds, less than a threadpool round trip. */
+function generateKeys(algorithm: KeyAlgorithm): { publicKey: KeyObject; privateKey: KeyObject } {
+  return algorithm === 'ed25519' ? generateKeyPairSync('ed25519') : generateKeyPairSync('ec', { namedCurve: 'P-256' });
 }
+
+const spkiOf = (key: KeyObject): Buffer => key.export({ type: 'spki', format: 'der' });
+
+const certificatePem = (der: Buffer): string => encodePem('CERTIFICATE', der);
 
 /** Relabels a Talos-style key PEM into one Node's crypto (and grpc-js) accepts. */
 export function toNodeKeyPem(keyPem: string): string {
@@ -81,23 +91,10 @@ export function toTalosKeyPem(key: KeyObject): string {
   }
 }
 
-/** Through KeyObject.from: an exportKey job and a re-import cost more than the rest of issuing. */
-function exportTalosKeyPem(key: CryptoKey): string {
-  return toTalosKeyPem(KeyObject.from(key));
-}
-
 function algorithmOf(key: KeyObject): KeyAlgorithm {
   if (key.asymmetricKeyType === 'ed25519') return 'ed25519';
   if (key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ecdsa-p256';
   throw new Error('CA key must be Ed25519 or ECDSA P-256');
-}
-
-async function importSigningKey(keyPem: string): Promise<{ key: CryptoKey; algorithm: KeyAlgorithm }> {
-  const keyObject = parsePrivateKey(keyPem);
-  const algorithm = algorithmOf(keyObject);
-  const der = keyObject.export({ type: 'pkcs8', format: 'der' });
-  const key = await subtle.importKey('pkcs8', der, ALGORITHMS[algorithm].generate, false, ['sign']);
-  return { key, algorithm };
 }
 
 function validity(now: Date, hours: number): { notBefore: Date; notAfter: Date } {
@@ -113,57 +110,54 @@ export interface CreateCaOptions {
 
 /** A self-signed CA shaped like upstream's (`NewTalosCA`, `NewKubernetesCA`, ...). */
 export async function createCa(options: CreateCaOptions): Promise<CertAndKey> {
-  const X509 = await loadX509();
-  const keys = await generateKeys(options.algorithm);
-  const cert = await X509.X509CertificateGenerator.createSelfSigned(
-    {
-      serialNumber: serialNumber(),
-      name: subjectName(options.subject),
-      ...validity(options.now ?? new Date(), options.validityHours ?? CA_VALIDITY_HOURS),
-      signingAlgorithm: ALGORITHMS[options.algorithm].sign,
-      keys,
-      extensions: [
-        new X509.BasicConstraintsExtension(true, undefined, true),
-        new X509.KeyUsagesExtension(
-          X509.KeyUsageFlags.keyCertSign | X509.KeyUsageFlags.cRLSign | X509.KeyUsageFlags.digitalSignature,
-          true,
-        ),
-        new X509.ExtendedKeyUsageExtension([X509.ExtendedKeyUsage.serverAuth, X509.ExtendedKeyUsage.clientAuth]),
-        await X509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-      ],
-    },
-    crypto,
-  );
-  return { certPem: cert.toString('pem') + '\n', keyPem: exportTalosKeyPem(keys.privateKey) };
+  const keys = generateKeys(options.algorithm);
+  const spki = spkiOf(keys.publicKey);
+  const name = subjectName(options.subject);
+  const { notBefore, notAfter } = validity(options.now ?? new Date(), options.validityHours ?? CA_VALIDITY_HOURS);
+  const extensions = [
+    basicConstraints(true),
+    keyUsage([KEY_USAGE_BIT.keyCertSign, KEY_USAGE_BIT.cRLSign, KEY_USAGE_BIT.digitalSignature]),
+    extKeyUsage([EXT_KEY_USAGE.serverAuth, EXT_KEY_USAGE.clientAuth]),
+    subjectKeyIdentifier(keyIdentifier(spki)),
+  ];
+  const tbs = tbsCertificate({ serial: serialNumber(), issuer: name, subject: name, notBefore, notAfter, spki, extensions }, options.algorithm);
+  return { certPem: certificatePem(signCertificate(tbs, options.algorithm, keys.privateKey)), keyPem: toTalosKeyPem(keys.privateKey) };
 }
 
 interface Issuer {
-  caCert: x509.X509Certificate;
-  signer: { key: CryptoKey; algorithm: KeyAlgorithm };
+  /** the CA's subject exactly as its certificate encodes it: chain building matches these bytes */
+  name: Buffer;
+  signingKey: KeyObject;
+  algorithm: KeyAlgorithm;
   /** The same for every certificate the CA issues. */
-  authorityKeyId: x509.AuthorityKeyIdentifierExtension;
+  authorityKeyId: Buffer;
 }
 
-const issuers = new Map<string, Promise<Issuer>>();
+const issuers = new Map<string, Issuer>();
 const MAX_ISSUERS = 64;
 
+function loadIssuer(ca: CertAndKey): Issuer {
+  const cert = new X509Certificate(ca.certPem);
+  const signingKey = parsePrivateKey(ca.keyPem);
+  const algorithm = algorithmOf(signingKey);
+  if (!cert.checkPrivateKey(signingKey)) throw new Error('CA key does not match the CA certificate');
+  const fields = readIssuerFields(cert.raw);
+  // The CA's own key identifier when it states one (Go fills AuthorityKeyId from it the same way).
+  return { name: fields.subject, signingKey, algorithm, authorityKeyId: authorityKeyIdentifier(fields.subjectKeyId ?? keyIdentifier(fields.spki)) };
+}
+
 /**
- * A CA parsed and its key imported once per process: parsing the certificate is most of what
- * issuing costs, and a cold collect pass issues two certificates for every cluster. Keyed by a
- * digest so the map holds no key material of its own; bounded, oldest first out.
+ * A CA parsed, its key loaded and checked against it once per process: every collect pass issues
+ * from each cluster's OS and Kubernetes CAs again. Keyed by a digest so the map's keys hold no key
+ * material; bounded, oldest first out.
  */
-function issuerOf(ca: CertAndKey): Promise<Issuer> {
+function issuerOf(ca: CertAndKey): Issuer {
   const id = createHash('sha256').update(ca.certPem).update('\0').update(ca.keyPem).digest('base64');
   let issuer = issuers.get(id);
   if (!issuer) {
-    issuer = (async () => {
-      const X509 = await loadX509();
-      const caCert = new X509.X509Certificate(ca.certPem);
-      return { caCert, signer: await importSigningKey(ca.keyPem), authorityKeyId: await X509.AuthorityKeyIdentifierExtension.create(caCert, false, crypto) };
-    })();
+    issuer = loadIssuer(ca);
     if (issuers.size >= MAX_ISSUERS) issuers.delete(issuers.keys().next().value!);
     issuers.set(id, issuer);
-    issuer.catch(() => issuers.delete(id));
   }
   return issuer;
 }
@@ -185,37 +179,25 @@ export interface IssueLeafOptions {
  * Client certs carry ExtKeyUsage clientAuth only: apid rejects a client chain with anything else.
  */
 export async function issueLeaf(options: IssueLeafOptions): Promise<CertAndKey> {
-  const X509 = await loadX509();
-  const { caCert, signer, authorityKeyId } = await issuerOf(options.ca);
-  const keys = await generateKeys(signer.algorithm);
-  const sans: x509.JsonGeneralName[] = [
-    ...(options.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
-    ...(options.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value })),
+  const issuer = issuerOf(options.ca);
+  const keys = generateKeys(issuer.algorithm);
+  const spki = spkiOf(keys.publicKey);
+  const dnsNames = options.dnsNames ?? [];
+  const ipAddresses = options.ipAddresses ?? [];
+  const extensions = [
+    basicConstraints(false),
+    keyUsage([KEY_USAGE_BIT.digitalSignature]),
+    extKeyUsage([options.usage === 'client' ? EXT_KEY_USAGE.clientAuth : EXT_KEY_USAGE.serverAuth]),
+    subjectKeyIdentifier(keyIdentifier(spki)),
+    issuer.authorityKeyId,
   ];
-  const extensions: x509.Extension[] = [
-    new X509.BasicConstraintsExtension(false, undefined, true),
-    new X509.KeyUsagesExtension(X509.KeyUsageFlags.digitalSignature, true),
-    new X509.ExtendedKeyUsageExtension([
-      options.usage === 'client' ? X509.ExtendedKeyUsage.clientAuth : X509.ExtendedKeyUsage.serverAuth,
-    ]),
-    await X509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-    authorityKeyId,
-  ];
-  if (sans.length > 0) extensions.push(new X509.SubjectAlternativeNameExtension(sans, false));
-  const cert = await X509.X509CertificateGenerator.create(
-    {
-      serialNumber: serialNumber(),
-      subject: subjectName(options.subject),
-      issuer: caCert.subject,
-      ...validity(options.now ?? new Date(), options.validityHours ?? CLIENT_VALIDITY_HOURS),
-      signingAlgorithm: ALGORITHMS[signer.algorithm].sign,
-      publicKey: keys.publicKey,
-      signingKey: signer.key,
-      extensions,
-    },
-    crypto,
+  if (dnsNames.length + ipAddresses.length > 0) extensions.push(subjectAltName(dnsNames, ipAddresses));
+  const { notBefore, notAfter } = validity(options.now ?? new Date(), options.validityHours ?? CLIENT_VALIDITY_HOURS);
+  const tbs = tbsCertificate(
+    { serial: serialNumber(), issuer: issuer.name, subject: subjectName(options.subject), notBefore, notAfter, spki, extensions },
+    issuer.algorithm,
   );
-  return { certPem: cert.toString('pem') + '\n', keyPem: exportTalosKeyPem(keys.privateKey) };
+  return { certPem: certificatePem(signCertificate(tbs, issuer.algorithm, issuer.signingKey)), keyPem: toTalosKeyPem(keys.privateKey) };
 }
 
 const generateRsaKeyPair = (modulusLength: number) =>
