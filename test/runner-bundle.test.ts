@@ -17,10 +17,11 @@ interface Meta {
 const ROOT = join(import.meta.dirname, '..');
 // Imported with `await import()` by every start, so they count as loaded at start.
 const ALWAYS_IMPORTED = new Set(['runner/launch.ts', 'runner/host.ts']);
-const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', 'ws', '@libsql/hrana-client', 'execa'];
-// Kubernetes is spoken over node:https by lib/kube/http.ts, and certificates are DER built by
-// lib/talos/x509-*.ts; neither library must come back.
-const GONE = ['@kubernetes/client-node', '@peculiar/x509', 'asn1js'];
+const LAZY = ['@grpc/proto-loader', 'protobufjs', 'ws', '@libsql/hrana-client', 'execa'];
+// Kubernetes is spoken over node:https by lib/kube/http.ts, gRPC over node:http2 by
+// lib/talos/api/node-channel.ts, and certificates are DER built by lib/talos/x509-*.ts; none of
+// these libraries must come back (grpc-js serves the simulators only).
+const GONE = ['@kubernetes/client-node', '@grpc/grpc-js', '@peculiar/x509', 'asn1js'];
 
 const packageOf = (input: string): string | undefined => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input)?.[1];
 
@@ -56,7 +57,7 @@ describe('the runner bundle', () => {
     meta = JSON.parse(await readFile(join(ROOT, 'dist', 'meta.json'), 'utf8')) as Meta;
   });
 
-  it('keeps gRPC, execa and the remote database clients out of the start, and no Kubernetes client or x509 library anywhere', () => {
+  it('keeps gRPC, execa and the remote database clients out of the start, and no Kubernetes client, grpc-js or x509 library anywhere', () => {
     const start = loadedAtStart(meta, 'dist/runner/main.js');
     // The walk reached the host (so the check covers the whole start), which serves the API.
     expect([...start].some((f) => meta.outputs[f]?.entryPoint === 'runner/host.ts')).toBe(true);
