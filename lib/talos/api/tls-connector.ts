@@ -78,6 +78,9 @@ export interface TlsDial {
  */
 export function dialTls(opts: TalosTlsOptions, port: number): TlsDial {
   const socket = tls.connect(connectOptions(opts, port));
+  // A call is a HEADERS frame then a small DATA frame: with Nagle's algorithm the second waits for
+  // the node's delayed ACK, tens of milliseconds per call.
+  socket.setNoDelay(true);
   let cancel: (reason: CallFailure) => void = () => {};
   const promise = new Promise<tls.TLSSocket>((resolve, reject) => {
     let settled = false;
