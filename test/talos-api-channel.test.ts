@@ -5,6 +5,7 @@
  * the node; each test says what it answers.
  */
 import * as http2 from 'node:http2';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NodeChannel } from '../lib/talos/api/node-channel.ts';
@@ -55,8 +56,36 @@ async function rawNode(handle: Handler): Promise<RawNode> {
   return node;
 }
 
-function channel(node: RawNode): NodeChannel {
-  const c = new NodeChannel({ host: '127.0.0.1', port: node.port, authority: `127.0.0.1:${node.port}`, tls: { kind: 'maintenance', host: '127.0.0.1' }, maxMessageBytes: 1024 });
+/** A TCP relay to `port` whose open connections can go silent, as when a NAT drops its mappings. */
+async function relay(port: number): Promise<{ port: number; silenceOpen(): void }> {
+  const pipes = new Set<{ socket: net.Socket; silent: boolean }>();
+  const server = net.createServer((inbound) => {
+    const outbound = net.connect(port, '127.0.0.1');
+    for (const [from, to] of [[inbound, outbound], [outbound, inbound]] as const) {
+      const pipe = { socket: from, silent: false };
+      pipes.add(pipe);
+      from.on('data', (b) => {
+        if (!pipe.silent) to.write(b);
+      });
+      from.on('error', () => {});
+      from.on('close', () => to.destroy());
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  open.unshift(async () => {
+    for (const p of pipes) p.socket.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    silenceOpen: () => {
+      for (const p of pipes) p.silent = true;
+    },
+  };
+}
+
+function channel(node: { port: number }, maxMessageBytes = 1024): NodeChannel {
+  const c = new NodeChannel({ host: '127.0.0.1', port: node.port, authority: `127.0.0.1:${node.port}`, tls: { kind: 'maintenance', host: '127.0.0.1' }, maxMessageBytes });
   open.unshift(async () => c.close());
   return c;
 }
@@ -209,5 +238,38 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
     expect((await call(c)).messages).toEqual(['late ok']);
     expect(reset).toBe(1);
     expect(node.sessions).toBe(1);
+  });
+
+  it('drops a connection that went silent (no PING answer) after a deadline, and dials afresh', async () => {
+    const node = await rawNode((stream) => {
+      stream.respond(GRPC, { waitForTrailers: true });
+      stream.end(encodeMessage(Buffer.from('ok')));
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    });
+    const path = await relay(node.port);
+    const c = channel(path);
+    expect((await call(c)).messages).toEqual(['ok']);
+    path.silenceOpen();
+    expect((await call(c, 200)).error).toMatchObject({ code: 'deadline' });
+    // Until the PING times out, calls still go to the dead connection; then a new one is dialled.
+    const deadline = Date.now() + 10_000;
+    let last = await call(c, 500);
+    while (last.error && Date.now() < deadline) last = await call(c, 500);
+    expect(last.messages).toEqual(['ok']);
+    expect(node.sessions).toBe(2);
+  });
+
+  it('streams a reply far larger than HTTP/2\'s default window', async () => {
+    const chunk = Buffer.alloc(256 * 1024, 7);
+    const node = await rawNode((stream) => {
+      stream.respond(GRPC, { waitForTrailers: true });
+      for (let i = 0; i < 16; i++) stream.write(encodeMessage(chunk));
+      stream.end();
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    });
+    const c = channel(node, 1024 * 1024);
+    let bytes = 0;
+    await c.invoke({ path: '/machine.MachineService/EtcdSnapshot', messages: [Buffer.alloc(0)], deadlineMs: 10_000, onMessage: (m) => (bytes += m.length) });
+    expect(bytes).toBe(16 * chunk.length);
   });
 });

@@ -19,6 +19,14 @@ const DIAL_TIMEOUT_MS = 20_000;
  * node still gets a fresh attempt on each poll.
  */
 const FAILURE_MEMO_MS = 100;
+/** How long a connection suspected dead has to answer a PING. */
+const PING_TIMEOUT_MS = 2_000;
+/**
+ * Flow-control windows: HTTP/2's default of 64 KiB per stream would hold an etcd snapshot download
+ * to 64 KiB per round trip.
+ */
+const STREAM_WINDOW_BYTES = 1024 * 1024;
+const SESSION_WINDOW_BYTES = 4 * 1024 * 1024;
 const USER_AGENT = 'rezuscloud-talos-client/1';
 
 export interface NodeChannelOptions {
@@ -73,20 +81,53 @@ export class NodeChannel {
   /** Runs one call; resolves when the node ends it with status OK. */
   invoke(call: Invocation): Promise<void> {
     let stream: http2.ClientHttp2Stream | undefined;
+    let on: Live | undefined;
     let over = false;
     const deadlineText = `no reply within the ${call.deadlineMs} ms deadline`;
     return this.bounded(call.deadlineMs, call.signal, 'during the call', deadlineText, (settle) => {
       this.ready().then(
         (live) => {
-          if (!over) stream = this.open(live, call, settle);
+          if (over) return;
+          on = live;
+          stream = this.open(live, call, settle);
         },
         (err: unknown) => settle(err as Error),
       );
-    }, () => {
+    }, (failure) => {
       over = true;
       // Tells the node to stop: RST_STREAM(CANCEL) ends its handler's context.
       if (stream && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+      if (on && failure.code === 'deadline') this.probe(on);
     });
+  }
+
+  /**
+   * A call that ran out of time may have run on a connection that is gone without a word (a NAT
+   * or firewall dropped it; the TCP stack would notice only after minutes). An unanswered PING
+   * closes the connection, so the next call dials instead of waiting on it.
+   */
+  private probe(live: Live): void {
+    const { session } = live;
+    if (session.destroyed || session.closed) return;
+    let answered = false;
+    const timer = setTimeout(() => {
+      if (!answered && this.live === live) this.live = undefined;
+      if (!answered) session.destroy();
+    }, PING_TIMEOUT_MS);
+    timer.unref();
+    try {
+      session.ping((err) => {
+        answered = !err;
+        clearTimeout(timer);
+        if (err) {
+          if (this.live === live) this.live = undefined;
+          session.destroy();
+        }
+      });
+    } catch {
+      // Too many pings in flight: the earlier probes decide.
+      clearTimeout(timer);
+    }
   }
 
   close(): void {
@@ -106,7 +147,7 @@ export class NodeChannel {
     phase: string,
     deadlineText: string,
     start: (settle: (err?: Error) => void) => void,
-    stop?: () => void,
+    stop?: (failure: CallFailure) => void,
   ): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(canceled('aborted before the call started'));
@@ -122,7 +163,7 @@ export class NodeChannel {
       const end = (failure: CallFailure): void => {
         if (settled) return;
         settle(failure);
-        stop?.();
+        stop?.(failure);
       };
       const timer = setTimeout(() => end(new CallFailure('deadline', GrpcStatus.DEADLINE_EXCEEDED, deadlineText)), deadlineMs);
       const stopAbort = whenAborted(signal, () => end(canceled(`aborted ${phase}`)));
@@ -179,7 +220,11 @@ export class NodeChannel {
       socket.once('session', () => {
         sawTicket = true;
       });
-      const session = http2.connect(`https://${this.opts.authority}`, { createConnection: () => socket, settings: { enablePush: false } });
+      const session = http2.connect(`https://${this.opts.authority}`, {
+        createConnection: () => socket,
+        settings: { enablePush: false, initialWindowSize: STREAM_WINDOW_BYTES },
+      });
+      session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW_BYTES));
       const live: Live = { session, calls: 0 };
       let up = false;
       let lastError: NodeJS.ErrnoException | undefined;
