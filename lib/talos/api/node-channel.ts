@@ -52,6 +52,8 @@ export interface Invocation {
 interface Live {
   session: http2.ClientHttp2Session;
   calls: number;
+  /** A PING is out to learn whether the connection still carries anything. */
+  probing?: boolean;
 }
 
 const canceled = (detail: string): CallFailure => new CallFailure('canceled', GrpcStatus.CANCELLED, detail);
@@ -108,25 +110,23 @@ export class NodeChannel {
    */
   private probe(live: Live): void {
     const { session } = live;
-    if (session.destroyed || session.closed) return;
-    let answered = false;
-    const timer = setTimeout(() => {
-      if (!answered && this.live === live) this.live = undefined;
-      if (!answered) session.destroy();
-    }, PING_TIMEOUT_MS);
+    // Many calls of a pass can time out on one connection at once; one PING answers for all.
+    if (live.probing || session.destroyed || session.closed) return;
+    live.probing = true;
+    const drop = (): void => {
+      if (this.live === live) this.live = undefined;
+      session.destroy();
+    };
+    const timer = setTimeout(drop, PING_TIMEOUT_MS);
     timer.unref();
-    try {
-      session.ping((err) => {
-        answered = !err;
-        clearTimeout(timer);
-        if (err) {
-          if (this.live === live) this.live = undefined;
-          session.destroy();
-        }
-      });
-    } catch {
-      // Too many pings in flight: the earlier probes decide.
+    const answered = session.ping((err) => {
       clearTimeout(timer);
+      live.probing = false;
+      if (err) drop();
+    });
+    if (!answered) {
+      clearTimeout(timer);
+      live.probing = false;
     }
   }
 
