@@ -5,7 +5,7 @@
 import 'reflect-metadata';
 import { createPublicKey, KeyObject, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { parsePrivateKey, toTalosKeyPem, type CertAndKey, type KeyAlgorithm, type LeafUsage, type SubjectSpec } from '../../lib/talos/pki.ts';
+import { parsePrivateKey, toTalosKeyPem, type CertAndKey, type IssueLeafOptions, type KeyAlgorithm, type SubjectSpec } from '../../lib/talos/pki.ts';
 
 const crypto = webcrypto as unknown as Crypto;
 x509.cryptoProvider.set(crypto);
@@ -78,14 +78,8 @@ export async function peculiarCreateCa(options: PeculiarCaOptions): Promise<Cert
   return { certPem: cert.toString('pem') + '\n', keyPem: toTalosKeyPem(KeyObject.from(keys.privateKey)) };
 }
 
-export interface PeculiarLeafOptions extends Fixed {
-  ca: CertAndKey;
-  usage: LeafUsage;
-  subject: SubjectSpec;
-  dnsNames?: string[];
-  ipAddresses?: string[];
-  validityHours?: number;
-}
+/** issueLeaf's options, with every random or clock-given input fixed instead of `now`. */
+export type PeculiarLeafOptions = Omit<IssueLeafOptions, 'now'> & Fixed;
 
 /** The old issueLeaf, without its per-CA cache: the CA is parsed and its key imported every call. */
 export async function peculiarIssueLeaf(options: PeculiarLeafOptions): Promise<CertAndKey> {
