@@ -15,6 +15,7 @@ import { createWorker } from '../runner/worker.ts';
 import { createHarness, sharedSecrets, type Harness } from '../test/support/harness.ts';
 import type { SimPodSpec } from '../test/sim/kube/server.ts';
 import { fleet, type MachineSpec } from '../test/support/upgrade-cluster.ts';
+import { runFinished } from './run-wait.ts';
 import { startSimFleet } from './sim-fleet.ts';
 
 const CONTROL_PLANES = 3;
@@ -91,15 +92,11 @@ async function once(batchSize: number): Promise<{ wallMs: number; floorMs: numbe
     const t0 = performance.now();
     const res = await h.call('POST', `/v1/clusters/${clusterId}/upgrade`, { body: { talosVersion: 'v1.13.9', batchSize } });
     if (res.status !== 202) throw new Error(`upgrade: ${res.status} ${JSON.stringify(res.body)}`);
-    let run = await h.deps.jobs.get(res.body.run.id);
-    while (run && (run.state === 'queued' || run.state === 'running')) {
-      await new Promise((r) => setTimeout(r, 20));
-      run = await h.deps.jobs.get(res.body.run.id);
-    }
+    const run = await runFinished(h, res.body.run.id);
     const wallMs = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     const simCpuMs = (await sims<number>({ op: 'cpu' })) - simCpu0;
-    if (run?.state !== 'succeeded') throw new Error(`run ${run?.state}: ${run?.error}`);
+    if (run.state !== 'succeeded') throw new Error(`run ${run.state}: ${run.error}`);
     const floorMs = (CONTROL_PLANES + Math.ceil(WORKERS / batchSize)) * (REBOOT_MS + EVICTION_MS);
     return { wallMs, floorMs, state: run.state, cpuMs: (cpu.user + cpu.system) / 1000, simCpuMs };
   } finally {
