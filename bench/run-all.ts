@@ -3,7 +3,8 @@ import { execa } from 'execa';
 import { join } from 'node:path';
 
 const here = import.meta.dirname;
-// The benches themselves; collect-sims.ts and sim-fleet.ts are their simulator child and its client.
+// The benches themselves; collect-sims.ts and sim-fleet.ts are their simulator child and its client,
+// cpu-profile.ts and run-wait.ts helpers they share.
 const files = ['config-gen.ts', 'provision.ts', 'push.ts', 'collect.ts', 'upgrade.ts', 'talos-sim-fleet.ts', 'pki.ts', 'runner.ts', 'edge.ts'];
 for (const f of files) {
   console.log(`\n== bench/${f}`);
