@@ -104,13 +104,8 @@ export async function startHost(
     (err: unknown) => log.error('mesh hub not restored', { error: String(err) }),
   );
 
-  const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
-  const server = await new Promise<ServerType>((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
-  });
-  const port = (server.address() as AddressInfo).port;
-  const loopback = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  deps.settings.tofu.selfUrl = `http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`;
+  // Before the listener: from its first request on, /readyz answers 200, so everything the start
+  // awaits comes first and the worker starts in the same turn as the listen callback.
   // Run files left by a crash hold machine configs. Another runner may share this data dir, so
   // only files of runs the database says have ended are removed.
   await removeStaleRunFiles(config.dataDir, async (runId) => {
@@ -118,6 +113,14 @@ export async function startHost(
     return !run || isTerminal(run.state);
   });
   await removePartialBackups(config.dataDir);
+
+  const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
+  const server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+  });
+  const port = (server.address() as AddressInfo).port;
+  const loopback = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  deps.settings.tofu.selfUrl = `http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`;
 
   const gcWhenIdle = idleGc({ delayMs: GC_AFTER_RUNS_MS, onError: (err) => log.warn('gc after runs failed', { error: errorMessage(err) }) });
   const worker = createWorker({
