@@ -98,11 +98,6 @@ export async function startHost(
   // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
   const meshHub = lazyMeshHub(deps);
   deps.meshHub = meshHub;
-  // Brings the hub back (interface, key, peers) without holding up the start.
-  void meshHub.resume().then(
-    (s) => s && s.state !== 'up' && log.warn('mesh hub not running', { missing: s.missing }),
-    (err: unknown) => log.error('mesh hub not restored', { error: String(err) }),
-  );
 
   // Before the listener: from its first request on, /readyz answers 200, so everything the start
   // awaits comes first and the worker starts in the same turn as the listen callback.
@@ -132,8 +127,18 @@ export async function startHost(
     onInterrupted: (ids) => onRunsInterrupted(deps, ids),
   });
   worker.start();
-  const cron = startCron(cronJobs(deps), log);
+  // Neither serving nor running jobs waits for the schedule or the mesh hub, so they start with the
+  // warm-up, off the way to the first /readyz: croner's first next-run computation and the hub's
+  // database read were a few ms of every start. A tick due in that second is skipped, as it is
+  // for a runner started a second later.
+  let cron: { stop(): void } | undefined;
   const warmUp = setTimeout(() => {
+    cron = startCron(cronJobs(deps), log);
+    // Brings the hub back (interface, key, peers).
+    void meshHub.resume().then(
+      (s) => s && s.state !== 'up' && log.warn('mesh hub not running', { missing: s.missing }),
+      (err: unknown) => log.error('mesh hub not restored', { error: String(err) }),
+    );
     mountRoutesNow(app).catch((err: unknown) => log.error('routes not mounted', { error: errorMessage(err) }));
   }, WARM_UP_AFTER_MS);
   warmUp.unref();
@@ -147,8 +152,8 @@ export async function startHost(
     deps,
     stop() {
       stopped ??= (async () => {
-        cron.stop();
         clearTimeout(warmUp);
+        cron?.stop();
         gcWhenIdle.stop();
         metrics.stop();
         // The listener is also tofu's state backend: it keeps serving until every run (and so
