@@ -21,7 +21,6 @@ import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import type { RunnerMeshHub } from '../lib/mesh/hub-sync.ts';
 import { DEFAULT_INTERFACE, loadHub } from '../lib/mesh/store.ts';
-import { startCron } from './cron.ts';
 import { deferredMetrics } from './deferred-metrics.ts';
 import { idleGc } from './idle-gc.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
@@ -128,12 +127,19 @@ export async function startHost(
   });
   worker.start();
   // Neither serving nor running jobs waits for the schedule or the mesh hub, so they start with the
-  // warm-up, off the way to the first /readyz: croner's first next-run computation and the hub's
-  // database read were a few ms of every start. A tick due in that second is skipped, as it is
-  // for a runner started a second later.
+  // warm-up, off the way to the first /readyz: loading croner, its first next-run computation and
+  // the hub's database read were a few ms of every start. A tick due in that second is skipped, as
+  // it is for a runner started a second later.
   let cron: { stop(): void } | undefined;
+  let stopping = false;
   const warmUp = setTimeout(() => {
-    cron = startCron(cronJobs(deps), log);
+    void import('./cron.ts').then(
+      ({ startCron }) => {
+        // A schedule started after stop() would keep the process alive.
+        if (!stopping) cron = startCron(cronJobs(deps), log);
+      },
+      (err: unknown) => log.error('schedule not started', { error: errorMessage(err) }),
+    );
     // Brings the hub back (interface, key, peers).
     void meshHub.resume().then(
       (s) => s && s.state !== 'up' && log.warn('mesh hub not running', { missing: s.missing }),
@@ -152,6 +158,7 @@ export async function startHost(
     deps,
     stop() {
       stopped ??= (async () => {
+        stopping = true;
         clearTimeout(warmUp);
         cron?.stop();
         gcWhenIdle.stop();
