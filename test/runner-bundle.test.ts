@@ -17,8 +17,9 @@ interface Meta {
 const ROOT = join(import.meta.dirname, '..');
 // Imported with `await import()` by every start, so they count as loaded at start.
 const ALWAYS_IMPORTED = new Set(['runner/launch.ts', 'runner/host.ts']);
-// zod: the config is read by hand and the job specs load with their first run (runner/jobs/registry.ts).
-const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', '@peculiar/x509', 'ws', '@libsql/hrana-client', 'execa', 'zod'];
+// zod: the config is read by hand and the job specs load with their first run (runner/jobs/registry.ts);
+// croner: the schedule starts with the warm-up (runner/host.ts).
+const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs', '@peculiar/x509', 'ws', '@libsql/hrana-client', 'execa', 'zod', 'croner'];
 // Kubernetes is spoken over node:https by lib/kube/http.ts; the generated client must not come back.
 const GONE = ['@kubernetes/client-node'];
 
@@ -56,7 +57,7 @@ describe('the runner bundle', () => {
     meta = JSON.parse(await readFile(join(ROOT, 'dist', 'meta.json'), 'utf8')) as Meta;
   });
 
-  it('keeps gRPC, x509, execa, zod and the remote database clients out of the start, and no Kubernetes client library anywhere', () => {
+  it('keeps gRPC, x509, execa, zod, croner and the remote database clients out of the start, and no Kubernetes client library anywhere', () => {
     const start = loadedAtStart(meta, 'dist/runner/main.js');
     // The walk reached the host (so the check covers the whole start), which serves the API.
     expect([...start].some((f) => meta.outputs[f]?.entryPoint === 'runner/host.ts')).toBe(true);
