@@ -8,7 +8,7 @@ import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, mountRoutesNow, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
-import { closeExecutors, executors, onRunsInterrupted } from './jobs/registry.ts';
+import { closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
 import { removeStaleRunFiles } from '../lib/tofu/run-files.ts';
 import { isTerminal } from '../lib/jobs/types.ts';
 import { removePartialBackups } from './jobs/backup/executor.ts';
@@ -20,6 +20,7 @@ import { errorMessage } from '../lib/errors.ts';
 import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import type { RunnerMeshHub } from '../lib/mesh/hub-sync.ts';
+import { DEFAULT_INTERFACE, loadHub } from '../lib/mesh/store.ts';
 import { deferredMetrics } from './deferred-metrics.ts';
 import { idleGc } from './idle-gc.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
@@ -132,8 +133,8 @@ export async function startHost(
   let cron: { stop(): void } | undefined;
   let stopping = false;
   const warmUp = setTimeout(() => {
-    void Promise.all([import('./cron.ts'), import('./jobs/schedule.ts')]).then(
-      ([{ startCron }, { cronJobs }]) => {
+    void import('./cron.ts').then(
+      ({ startCron }) => {
         // A schedule started after stop() would keep the process alive.
         if (!stopping) cron = startCron(cronJobs(deps), log);
       },
@@ -191,13 +192,13 @@ export async function startHost(
 function lazyMeshHub(deps: Deps): RunnerMeshHub {
   let hub: Promise<RunnerMeshHub> | undefined;
   const load = () =>
-    (hub ??= Promise.all([import('../lib/mesh/hub-sync.ts'), import('../lib/mesh/hub-driver.ts'), import('../lib/mesh/store.ts')]).then(([sync, driver, store]) =>
-      sync.createMeshHubControl(deps, driver.createHubDriver({ interfaceName: store.DEFAULT_INTERFACE })),
+    (hub ??= Promise.all([import('../lib/mesh/hub-sync.ts'), import('../lib/mesh/hub-driver.ts')]).then(([sync, driver]) =>
+      sync.createMeshHubControl(deps, driver.createHubDriver({ interfaceName: DEFAULT_INTERFACE })),
     ));
   return {
     sync: async () => (await load()).sync(),
     status: async () => (await load()).status(),
-    resume: async () => ((await (await import('../lib/mesh/store.ts')).loadHub(deps.db)) ? (await load()).resume() : null),
+    resume: async () => ((await loadHub(deps.db)) ? (await load()).resume() : null),
     // Nothing was started when nothing was loaded.
     stop: async () => (hub ? (await hub).stop() : undefined),
   };

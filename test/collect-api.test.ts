@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { COLLECT_KIND, scheduledCollect } from '../functions/collect/job.ts';
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
-import { executors } from '../runner/jobs/registry.ts';
-import { cronJobs } from '../runner/jobs/schedule.ts';
+import { cronJobs, executors } from '../runner/jobs/registry.ts';
 import { createWorker } from '../runner/worker.ts';
 import { waitForRun, createHarness, type Harness } from './support/harness.ts';
 import { startSimCluster, type SimCluster } from './support/collect-fleet.ts';

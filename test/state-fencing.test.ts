@@ -5,7 +5,7 @@ import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { releaseLocksOfDeadRuns } from '../runner/jobs/schedule.ts';
+import { releaseLocksOfDeadRuns } from '../runner/jobs/registry.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintStateCredential } from '../functions/state/credentials.ts';
 import { writeState, parseStateDocument } from '../functions/state/store.ts';

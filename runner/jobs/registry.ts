@@ -3,10 +3,16 @@
 // dynamic one, whose spec's kind the compiler checks against the entry's.
 import type { z } from 'zod';
 import type { Deps } from '../../functions/context.ts';
+import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
+import { meshStunCron } from './mesh/stun.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
 import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
+import type { CronJob } from '../cron.ts';
 import { leaseOwnerIsGone } from '../lease-owner.ts';
+import { eq, inArray } from 'drizzle-orm';
+import { runs, stateLocks } from '../../db/schema/index.ts';
+import { TERMINAL_STATES, type RunState } from '../../lib/jobs/types.ts';
 
 export type AppExecutors = ExecutorRegistry<Deps>;
 
@@ -117,10 +123,42 @@ export function executors(): AppExecutors {
  * they go when the credential expires (pruneStateCredentials) or an admin force-unlocks.
  */
 export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<void> {
-  const { revokeStateCredential } = await import('../../functions/state/credentials.ts');
   for (const id of runIds) {
     const run = await deps.jobs.get(id);
     if (leaseOwnerIsGone(run?.leaseOwner)) await revokeStateCredential(deps, id);
     else deps.log.warn('interrupted run keeps its state lock until its process ends', { run: id, worker: run?.leaseOwner ?? null });
   }
+}
+
+/**
+ * State locks still held by runs that ended: released (with the credential) once the process
+ * that ran them is seen dead, e.g. a runner killed while it was paused after being reaped.
+ */
+export async function releaseLocksOfDeadRuns(deps: Deps): Promise<number> {
+  const held = await deps.db
+    .select({ runId: runs.id, owner: runs.leaseOwner })
+    .from(stateLocks)
+    .innerJoin(runs, eq(runs.id, stateLocks.heldBy))
+    .where(inArray(runs.state, TERMINAL_STATES as RunState[]));
+  let released = 0;
+  for (const h of held) {
+    if (!leaseOwnerIsGone(h.owner)) continue;
+    await revokeStateCredential(deps, h.runId);
+    released++;
+  }
+  return released;
+}
+
+/** Scheduled work; each entry is overrun-protected by the cron host. */
+export function cronJobs(deps: Deps): CronJob[] {
+  return [
+    { name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) },
+    { name: 'state-locks-of-dead-runs', pattern: '* * * * *', run: () => releaseLocksOfDeadRuns(deps) },
+    // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
+    { name: 'collect', pattern: deps.settings.collectCron, run: async () => (await import('../../functions/collect/job.ts')).scheduledCollect(deps) },
+    ...(deps.settings.etcdSnapshotCron
+      ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: async () => (await import('./etcd/snapshot.ts')).scheduledEtcdSnapshots(deps) }]
+      : []),
+    ...meshStunCron(deps),
+  ];
 }
