@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import { z } from 'zod';
 import type { LogLevel } from '../lib/log.ts';
 import { parseStunServers, type StunServer } from '../lib/mesh/stun.ts';
 
@@ -39,88 +38,103 @@ export function parseDuration(v: string): number {
   return Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'];
 }
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const optional = z
-  .string()
-  .optional()
-  .transform((v) => (v === '' ? undefined : v));
+// Read by hand, not with a zod schema: the runner parses this first thing at every start, and zod
+// (its biggest library) is then needed by nothing else until a request or a job validates input.
 
-const bool = z
-  .enum(['true', 'false', '1', '0', ''])
-  .default('false')
-  .transform((v) => v === 'true' || v === '1');
+/** A bad variable, named in the message (`configuration: NAME: why`); secrets' values are never quoted. */
+class ConfigError extends Error {
+  constructor(variable: string, why: string, options?: ErrorOptions) {
+    super(`configuration: ${variable}: ${why}`, options);
+  }
+}
 
-const envSchema = z.object({
-  REZUS_DATA_DIR: z.string().default('./data'),
-  REZUS_DB_URL: optional,
-  REZUS_DB_AUTH_TOKEN: optional,
-  REZUS_HOST: z.string().default('0.0.0.0'),
-  REZUS_PORT: int(0, 65535).default(8080),
-  REZUS_ADMIN_TOKEN: optional.refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
-  REZUS_MASTER_KEY: optional,
-  REZUS_EDGE_KEY: optional,
-  REZUS_COLLECT_CRON: z.string().default('* * * * *'),
-  REZUS_ETCD_SNAPSHOT_CRON: z.string().default('17 3 * * *'),
-  REZUS_ETCD_SNAPSHOT_KEEP: int(1, 1000).default(7),
-  REZUS_SHUTDOWN_GRACE_S: int(0, 3600).default(30),
-  REZUS_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
-  REZUS_LEASE_S: int(2, 3600).default(30),
-  REZUS_WORKER_CONCURRENCY: int(1, 64).default(4),
-  REZUS_TOFU_BIN: optional,
-  REZUS_RETENTION_RAW: z.string().default('24h'),
-  REZUS_COLLECT_CONCURRENCY: int(1, 1024).default(64),
-  REZUS_TRUST_INGRESS: bool,
-  REZUS_COLLECT_DEADLINE: z.string().default('2s'),
-  REZUS_STATE_KEEP_VERSIONS: int(1, 100_000).default(100),
-  REZUS_MESH_STUN_SERVERS: z
-    .string()
-    .default('')
-    .transform((v, ctx) => {
-      try {
-        const servers = parseStunServers(v);
-        // One server tells the address; a second, from the same socket, tells whether the NAT is symmetric.
-        if (servers.length === 1) ctx.addIssue({ code: 'custom', message: 'give two STUN servers (host:port,host:port) or none' });
-        return servers;
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-        return z.NEVER;
-      }
-    }),
-  REZUS_MESH_STUN_CRON: z.string().default('* * * * *'),
-});
+type Env = Record<string, string | undefined>;
+
+/** A value given, or undefined for an unset or empty variable. */
+function given(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function str(env: Env, name: string, fallback: string): string {
+  return env[name] ?? fallback;
+}
+
+function int(env: Env, name: string, min: number, max: number, fallback: number): number {
+  const v = given(env, name);
+  if (v === undefined) return fallback;
+  const n = /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
+  if (!(n >= min && n <= max)) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function bool(env: Env, name: string): boolean {
+  const v = env[name] ?? '';
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0' || v === '') return false;
+  throw new ConfigError(name, `must be true, false, 1 or 0, got ${JSON.stringify(v)}`);
+}
+
+function oneOf<const T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const v = env[name];
+  if (v === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(v)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+  return v as T;
+}
+
+function durationS(env: Env, name: string, fallback: string): number {
+  try {
+    return parseDuration(str(env, name, fallback));
+  } catch (err) {
+    throw new ConfigError(name, (err as Error).message, { cause: err });
+  }
+}
+
+function adminToken(env: Env): string | undefined {
+  const v = given(env, 'REZUS_ADMIN_TOKEN');
+  // The token itself is never part of the message.
+  if (v !== undefined && v.length < 32) throw new ConfigError('REZUS_ADMIN_TOKEN', 'must be at least 32 characters');
+  return v;
+}
+
+function stunServers(env: Env): StunServer[] {
+  let servers: StunServer[];
+  try {
+    servers = parseStunServers(str(env, 'REZUS_MESH_STUN_SERVERS', ''));
+  } catch (err) {
+    throw new ConfigError('REZUS_MESH_STUN_SERVERS', (err as Error).message, { cause: err });
+  }
+  // One server tells the address; a second, from the same socket, tells whether the NAT is symmetric.
+  if (servers.length === 1) throw new ConfigError('REZUS_MESH_STUN_SERVERS', 'give two STUN servers (host:port,host:port) or none');
+  return servers;
+}
 
 /** The runner's whole configuration comes from the environment; everything has a default. */
-export function loadConfig(env: Record<string, string | undefined>): RunnerConfig {
-  const res = envSchema.safeParse(env);
-  if (!res.success) {
-    const issue = res.error.issues[0]!;
-    throw new Error(`configuration: ${issue.path.join('.')}: ${issue.message}`);
-  }
-  const e = res.data;
-  const dataDir = resolve(e.REZUS_DATA_DIR);
+export function loadConfig(env: Env): RunnerConfig {
+  const dataDir = resolve(str(env, 'REZUS_DATA_DIR', './data'));
   return {
     dataDir,
-    dbUrl: e.REZUS_DB_URL ?? `file:${resolve(dataDir, 'rezus.db')}`,
-    dbAuthToken: e.REZUS_DB_AUTH_TOKEN,
-    host: e.REZUS_HOST,
-    port: e.REZUS_PORT,
-    adminToken: e.REZUS_ADMIN_TOKEN,
-    masterKey: e.REZUS_MASTER_KEY,
-    edgeKey: e.REZUS_EDGE_KEY,
-    collectCron: e.REZUS_COLLECT_CRON,
-    etcdSnapshotCron: e.REZUS_ETCD_SNAPSHOT_CRON,
-    etcdSnapshotKeep: e.REZUS_ETCD_SNAPSHOT_KEEP,
-    shutdownGraceS: e.REZUS_SHUTDOWN_GRACE_S,
-    logLevel: e.REZUS_LOG_LEVEL,
-    leaseMs: e.REZUS_LEASE_S * 1000,
-    workerConcurrency: e.REZUS_WORKER_CONCURRENCY,
-    tofuBin: e.REZUS_TOFU_BIN,
-    retentionRawS: parseDuration(e.REZUS_RETENTION_RAW),
-    collectConcurrency: e.REZUS_COLLECT_CONCURRENCY,
-    trustIngress: e.REZUS_TRUST_INGRESS,
-    collectDeadlineMs: parseDuration(e.REZUS_COLLECT_DEADLINE) * 1000,
-    stateKeepVersions: e.REZUS_STATE_KEEP_VERSIONS,
-    meshStunServers: e.REZUS_MESH_STUN_SERVERS,
-    meshStunCron: e.REZUS_MESH_STUN_CRON,
+    dbUrl: given(env, 'REZUS_DB_URL') ?? `file:${resolve(dataDir, 'rezus.db')}`,
+    dbAuthToken: given(env, 'REZUS_DB_AUTH_TOKEN'),
+    host: str(env, 'REZUS_HOST', '0.0.0.0'),
+    port: int(env, 'REZUS_PORT', 0, 65535, 8080),
+    adminToken: adminToken(env),
+    masterKey: given(env, 'REZUS_MASTER_KEY'),
+    edgeKey: given(env, 'REZUS_EDGE_KEY'),
+    collectCron: str(env, 'REZUS_COLLECT_CRON', '* * * * *'),
+    etcdSnapshotCron: str(env, 'REZUS_ETCD_SNAPSHOT_CRON', '17 3 * * *'),
+    etcdSnapshotKeep: int(env, 'REZUS_ETCD_SNAPSHOT_KEEP', 1, 1000, 7),
+    shutdownGraceS: int(env, 'REZUS_SHUTDOWN_GRACE_S', 0, 3600, 30),
+    logLevel: oneOf(env, 'REZUS_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
+    leaseMs: int(env, 'REZUS_LEASE_S', 2, 3600, 30) * 1000,
+    workerConcurrency: int(env, 'REZUS_WORKER_CONCURRENCY', 1, 64, 4),
+    tofuBin: given(env, 'REZUS_TOFU_BIN'),
+    retentionRawS: durationS(env, 'REZUS_RETENTION_RAW', '24h'),
+    collectConcurrency: int(env, 'REZUS_COLLECT_CONCURRENCY', 1, 1024, 64),
+    trustIngress: bool(env, 'REZUS_TRUST_INGRESS'),
+    collectDeadlineMs: durationS(env, 'REZUS_COLLECT_DEADLINE', '2s') * 1000,
+    stateKeepVersions: int(env, 'REZUS_STATE_KEEP_VERSIONS', 1, 100_000, 100),
+    meshStunServers: stunServers(env),
+    meshStunCron: str(env, 'REZUS_MESH_STUN_CRON', '* * * * *'),
   };
 }

@@ -21,7 +21,6 @@ import { ensureAdminToken } from './admin-token.ts';
 import type { RunnerConfig } from './config.ts';
 import type { RunnerMeshHub } from '../lib/mesh/hub-sync.ts';
 import { DEFAULT_INTERFACE, loadHub } from '../lib/mesh/store.ts';
-import { startCron } from './cron.ts';
 import { deferredMetrics } from './deferred-metrics.ts';
 import { idleGc } from './idle-gc.ts';
 import { nodeRemoteAddress } from './remote-address.ts';
@@ -90,7 +89,7 @@ export async function startHost(
       stateKeepVersions: config.stateKeepVersions,
       ...(config.meshStunServers.length ? { meshStunServers: config.meshStunServers, meshStunCron: config.meshStunCron } : {}),
     },
-    // Certificate code (x509, asn1) loads with the first cluster created, not at start.
+    // Secret generation (keys, DER certificates, the config bundle) loads with the first cluster created, not at start.
     newClusterSecrets: async () => (await import('../lib/talos/secrets.ts')).generateSecrets(),
     metrics,
     backups: nodeBackupFiles(join(config.dataDir, 'backups')),
@@ -98,11 +97,16 @@ export async function startHost(
   // The WireGuard hub runs here (Node): PUT …/mesh applies it, GET …/mesh reads `wg show`.
   const meshHub = lazyMeshHub(deps);
   deps.meshHub = meshHub;
-  // Brings the hub back (interface, key, peers) without holding up the start.
-  void meshHub.resume().then(
-    (s) => s && s.state !== 'up' && log.warn('mesh hub not running', { missing: s.missing }),
-    (err: unknown) => log.error('mesh hub not restored', { error: String(err) }),
-  );
+
+  // Before the listener: from its first request on, /readyz answers 200, so everything the start
+  // awaits comes first and the worker starts in the same turn as the listen callback.
+  // Run files left by a crash hold machine configs. Another runner may share this data dir, so
+  // only files of runs the database says have ended are removed.
+  await removeStaleRunFiles(config.dataDir, async (runId) => {
+    const run = await deps.jobs.get(runId);
+    return !run || isTerminal(run.state);
+  });
+  await removePartialBackups(config.dataDir);
 
   const app = createApp(deps, { ...opts.app, dashboard: { remoteAddress: nodeRemoteAddress, ...opts.app?.dashboard } });
   const server = await new Promise<ServerType>((resolve) => {
@@ -111,13 +115,6 @@ export async function startHost(
   const port = (server.address() as AddressInfo).port;
   const loopback = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   deps.settings.tofu.selfUrl = `http://${loopback.includes(':') ? `[${loopback}]` : loopback}:${port}`;
-  // Run files left by a crash hold machine configs. Another runner may share this data dir, so
-  // only files of runs the database says have ended are removed.
-  await removeStaleRunFiles(config.dataDir, async (runId) => {
-    const run = await deps.jobs.get(runId);
-    return !run || isTerminal(run.state);
-  });
-  await removePartialBackups(config.dataDir);
 
   const gcWhenIdle = idleGc({ delayMs: GC_AFTER_RUNS_MS, onError: (err) => log.warn('gc after runs failed', { error: errorMessage(err) }) });
   const worker = createWorker({
@@ -129,8 +126,25 @@ export async function startHost(
     onInterrupted: (ids) => onRunsInterrupted(deps, ids),
   });
   worker.start();
-  const cron = startCron(cronJobs(deps), log);
+  // Neither serving nor running jobs waits for the schedule or the mesh hub, so they start with the
+  // warm-up, off the way to the first /readyz: loading croner, its first next-run computation and
+  // the hub's database read were a few ms of every start. A tick due in that second is skipped, as
+  // it is for a runner started a second later.
+  let cron: { stop(): void } | undefined;
+  let stopping = false;
   const warmUp = setTimeout(() => {
+    void import('./cron.ts').then(
+      ({ startCron }) => {
+        // A schedule started after stop() would keep the process alive.
+        if (!stopping) cron = startCron(cronJobs(deps), log);
+      },
+      (err: unknown) => log.error('schedule not started', { error: errorMessage(err) }),
+    );
+    // Brings the hub back (interface, key, peers).
+    void meshHub.resume().then(
+      (s) => s && s.state !== 'up' && log.warn('mesh hub not running', { missing: s.missing }),
+      (err: unknown) => log.error('mesh hub not restored', { error: String(err) }),
+    );
     mountRoutesNow(app).catch((err: unknown) => log.error('routes not mounted', { error: errorMessage(err) }));
   }, WARM_UP_AFTER_MS);
   warmUp.unref();
@@ -144,8 +158,9 @@ export async function startHost(
     deps,
     stop() {
       stopped ??= (async () => {
-        cron.stop();
+        stopping = true;
         clearTimeout(warmUp);
+        cron?.stop();
         gcWhenIdle.stop();
         metrics.stop();
         // The listener is also tofu's state backend: it keeps serving until every run (and so

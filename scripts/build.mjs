@@ -71,7 +71,9 @@ function newestSource() {
     newest = Math.max(newest, st.mtimeMs);
     if (st.isDirectory()) for (const e of readdirSync(path)) visit(`${rel}/${e}`);
   };
-  for (const p of [...CODE_DIRS, ...ASSETS, ...CONFIG_FILES]) visit(p);
+  // Assets inside a code folder (the migrations, the protos) are walked with it, not twice.
+  const walked = [...CODE_DIRS, ...ASSETS.filter((a) => !CODE_DIRS.some((d) => a.startsWith(`${d}/`))), ...CONFIG_FILES];
+  for (const p of walked) visit(p);
   return newest;
 }
 

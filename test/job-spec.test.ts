@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { provisionJob } from '../functions/provision/job.ts';
 import { upgradeJob } from '../functions/upgrade/job.ts';
-import { executors } from '../runner/jobs/registry.ts';
+import { backupJob } from '../functions/backup/job.ts';
+import type { JobSpec } from '../lib/jobs/spec.ts';
+import { bindLazy, executors, jobSpecs } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
 
@@ -39,5 +41,31 @@ describe('job specs', () => {
     const events = await h.deps.jobs.events(run.id);
     // Nothing but the queue's own bookkeeping happened: no upgrade step was reached.
     expect(events.map((e) => e.type).filter((t) => t.startsWith('upgrade'))).toEqual([]);
+  });
+
+  it('each kind the worker registers loads the spec of that kind, with its first run', async () => {
+    const registry = executors();
+    expect(Object.keys(jobSpecs).sort()).toEqual(Object.keys(registry).sort());
+    for (const [kind, load] of Object.entries(jobSpecs)) expect((await load()).kind, kind).toBe(kind);
+  });
+
+  it('a lazily bound kind checks params once its spec is loaded, and fails a run whose spec is of another kind', async () => {
+    const { tenantId } = await seedCluster(h);
+    let executed = 0;
+    const ok = bindLazy('backup', async () => backupJob, async () => ++executed);
+    // A loader that yields another kind's spec: only a cast gets it past the compiler.
+    const wrong = bindLazy('backup', async () => ({ ...backupJob, kind: 'collect' }) as unknown as JobSpec<'backup', typeof backupJob.params>, async () => ++executed);
+    const good = await h.deps.jobs.enqueue({ kind: 'backup', tenantId, exclusive: false, params: {} });
+    worker = createWorker({ deps: h.deps, executors: Object.fromEntries([ok]), workerId: 'test', leaseMs: 3000, concurrency: 1, pollMs: 20 });
+    worker.start();
+    expect((await waitForRun(h, good.id)).state).toBe('succeeded');
+    const bad = await h.deps.jobs.enqueue({ kind: 'backup', tenantId, exclusive: false, params: { extra: 1 } });
+    expect(await waitForRun(h, bad.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/^run params do not fit the backup job: /) as unknown });
+    await worker.stop(0);
+    worker = createWorker({ deps: h.deps, executors: Object.fromEntries([wrong]), workerId: 'test2', leaseMs: 3000, concurrency: 1, pollMs: 20 });
+    worker.start();
+    const mismatched = await h.deps.jobs.enqueue({ kind: 'backup', tenantId, exclusive: false, params: {} });
+    expect(await waitForRun(h, mismatched.id)).toMatchObject({ state: 'failed', error: 'the backup entry of the registry loaded the spec of collect' });
+    expect(executed).toBe(1);
   });
 });

@@ -17,7 +17,9 @@ interface Meta {
 const ROOT = join(import.meta.dirname, '..');
 // Imported with `await import()` by every start, so they count as loaded at start.
 const ALWAYS_IMPORTED = new Set(['runner/launch.ts', 'runner/host.ts']);
-const LAZY = ['@grpc/proto-loader', 'protobufjs', 'ws', '@libsql/hrana-client', 'execa'];
+// zod: the config is read by hand and the job specs load with their first run (runner/jobs/registry.ts);
+// croner: the schedule starts with the warm-up (runner/host.ts).
+const LAZY = ['@grpc/proto-loader', 'protobufjs', 'ws', '@libsql/hrana-client', 'execa', 'zod', 'croner'];
 // Kubernetes is spoken over node:https by lib/kube/http.ts, gRPC over node:http2 by
 // lib/talos/api/node-channel.ts, and certificates are DER built by lib/talos/x509-*.ts; none of
 // these libraries must come back (grpc-js serves the simulators only).
@@ -57,7 +59,7 @@ describe('the runner bundle', () => {
     meta = JSON.parse(await readFile(join(ROOT, 'dist', 'meta.json'), 'utf8')) as Meta;
   });
 
-  it('keeps gRPC, execa and the remote database clients out of the start, and no Kubernetes client, grpc-js or x509 library anywhere', () => {
+  it('keeps gRPC, execa, zod, croner and the remote database clients out of the start, and no Kubernetes client, grpc-js or x509 library anywhere', () => {
     const start = loadedAtStart(meta, 'dist/runner/main.js');
     // The walk reached the host (so the check covers the whole start), which serves the API.
     expect([...start].some((f) => meta.outputs[f]?.entryPoint === 'runner/host.ts')).toBe(true);

@@ -1,17 +1,10 @@
 // The worker's map from run kind to executor. Each entry binds a job spec (functions/*/job.ts,
-// what the routes enqueue) to its executor here, so the link is an import, not a string.
+// what the routes enqueue) to its executor here, so the link is an import, not a string: a
+// dynamic one, whose spec's kind the compiler checks against the entry's.
 import type { z } from 'zod';
-import { backupJob } from '../../functions/backup/job.ts';
-import { collectJob, scheduledCollect } from '../../functions/collect/job.ts';
 import type { Deps } from '../../functions/context.ts';
-import { provisionJob } from '../../functions/provision/job.ts';
-import { bootstrapJob, pushClusterJob, pushConfigJob } from '../../functions/push-config/job.ts';
-import { etcdRestoreJob, etcdSnapshotJob } from '../../functions/etcd/job.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
-import { upgradeJob } from '../../functions/upgrade/job.ts';
-import { meshRepushJob } from '../../functions/mesh/job.ts';
 import { meshStunCron } from './mesh/stun.ts';
-import { upgradeKubernetesJob } from '../../functions/upgrade/kubernetes-job.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
 import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
@@ -25,8 +18,9 @@ export type AppExecutors = ExecutorRegistry<Deps>;
 
 // Executors are imported on their first run, not at start: together they pull in gRPC and the
 // Talos protos, the Kubernetes client, certificate code and tofu's driver, which a runner that
-// only serves the API never needs. The specs (functions/*/job.ts) stay static: the worker's kinds
-// and the params check come from them.
+// only serves the API never needs. So are the specs (functions/*/job.ts): their params schemas
+// need zod, which nothing else on the way to the first /readyz does. The worker's kinds are the
+// entries' keys; the params check runs once the spec is loaded, before the executor sees a run.
 const loaded = new Set<string>();
 
 /** An executor whose module is imported on its first run; `name` records that it was. */
@@ -61,20 +55,62 @@ export function bind<S extends z.ZodType<Record<string, unknown>>>(
   ];
 }
 
+/**
+ * Binds a kind to the spec that a dynamic import yields, loaded with the first run of the kind.
+ * The kind is given here because the worker needs it at start; the compiler holds it to the
+ * spec's own (JobSpec<K>), and a spec of another kind fails the run rather than run the wrong check.
+ */
+export function bindLazy<const K extends string, S extends z.ZodType<Record<string, unknown>>>(
+  kind: K,
+  loadSpec: () => Promise<JobSpec<NoInfer<K>, S>>,
+  execute: JobExecutor<Deps, z.output<S>>,
+): [string, Executor<Deps>] {
+  let bound: Promise<Executor<Deps>> | undefined;
+  const load = () =>
+    (bound ??= loadSpec().then(
+      (spec) => {
+        if (spec.kind !== kind) throw new RunError(`the ${kind} entry of the registry loaded the spec of ${spec.kind}`);
+        return bind(spec, execute)[1];
+      },
+      (err: unknown) => {
+        // The next run of the kind tries the import again.
+        bound = undefined;
+        throw err;
+      },
+    ));
+  return [kind, async (ctx) => (await load())(ctx)];
+}
+
+/** The spec of every kind the worker runs, each imported on demand (test/job-spec.test.ts loads them all). */
+export const jobSpecs = {
+  backup: async () => (await import('../../functions/backup/job.ts')).backupJob,
+  provision: async () => (await import('../../functions/provision/job.ts')).provisionJob,
+  collect: async () => (await import('../../functions/collect/job.ts')).collectJob,
+  'push-config': async () => (await import('../../functions/push-config/job.ts')).pushConfigJob,
+  bootstrap: async () => (await import('../../functions/push-config/job.ts')).bootstrapJob,
+  'push-cluster': async () => (await import('../../functions/push-config/job.ts')).pushClusterJob,
+  'etcd-snapshot': async () => (await import('../../functions/etcd/job.ts')).etcdSnapshotJob,
+  'etcd-restore': async () => (await import('../../functions/etcd/job.ts')).etcdRestoreJob,
+  upgrade: async () => (await import('../../functions/upgrade/job.ts')).upgradeJob,
+  'upgrade-kubernetes': async () => (await import('../../functions/upgrade/kubernetes-job.ts')).upgradeKubernetesJob,
+  'mesh-repush': async () => (await import('../../functions/mesh/job.ts')).meshRepushJob,
+} as const;
+
 /** Every run kind the worker can execute. */
 export function executors(): AppExecutors {
+  const s = jobSpecs;
   return Object.fromEntries([
-    bind(backupJob, lazy('backup', async () => (await import('./backup/executor.ts')).backupExecutor)),
-    bind(provisionJob, lazy('provision', async () => (await import('./provision/executor.ts')).provisionExecutor)),
-    bind(collectJob, lazy('collect', async () => (await import('./collect/executor.ts')).collectExecutor)),
-    bind(pushConfigJob, lazy('push-config', async () => (await import('./push-config/executor.ts')).pushConfigExecutor)),
-    bind(bootstrapJob, lazy('bootstrap', async () => (await import('./push-config/bootstrap.ts')).bootstrapExecutor)),
-    bind(pushClusterJob, lazy('push-cluster', async () => (await import('./push-config/cluster.ts')).pushClusterExecutor)),
-    bind(etcdSnapshotJob, lazy('etcd-snapshot', async () => (await import('./etcd/snapshot.ts')).etcdSnapshotExecutor)),
-    bind(etcdRestoreJob, lazy('etcd-restore', async () => (await import('./etcd/snapshot.ts')).etcdRestoreExecutor)),
-    bind(upgradeJob, lazy('upgrade', async () => (await import('./upgrade/executor.ts')).upgradeExecutor)),
-    bind(upgradeKubernetesJob, lazy('upgrade-kubernetes', async () => (await import('./upgrade-kubernetes/executor.ts')).upgradeKubernetesExecutor)),
-    bind(meshRepushJob, lazy('mesh-repush', async () => (await import('./mesh/repush.ts')).meshRepushExecutor)),
+    bindLazy('backup', s.backup, lazy('backup', async () => (await import('./backup/executor.ts')).backupExecutor)),
+    bindLazy('provision', s.provision, lazy('provision', async () => (await import('./provision/executor.ts')).provisionExecutor)),
+    bindLazy('collect', s.collect, lazy('collect', async () => (await import('./collect/executor.ts')).collectExecutor)),
+    bindLazy('push-config', s['push-config'], lazy('push-config', async () => (await import('./push-config/executor.ts')).pushConfigExecutor)),
+    bindLazy('bootstrap', s.bootstrap, lazy('bootstrap', async () => (await import('./push-config/bootstrap.ts')).bootstrapExecutor)),
+    bindLazy('push-cluster', s['push-cluster'], lazy('push-cluster', async () => (await import('./push-config/cluster.ts')).pushClusterExecutor)),
+    bindLazy('etcd-snapshot', s['etcd-snapshot'], lazy('etcd-snapshot', async () => (await import('./etcd/snapshot.ts')).etcdSnapshotExecutor)),
+    bindLazy('etcd-restore', s['etcd-restore'], lazy('etcd-restore', async () => (await import('./etcd/snapshot.ts')).etcdRestoreExecutor)),
+    bindLazy('upgrade', s.upgrade, lazy('upgrade', async () => (await import('./upgrade/executor.ts')).upgradeExecutor)),
+    bindLazy('upgrade-kubernetes', s['upgrade-kubernetes'], lazy('upgrade-kubernetes', async () => (await import('./upgrade-kubernetes/executor.ts')).upgradeKubernetesExecutor)),
+    bindLazy('mesh-repush', s['mesh-repush'], lazy('mesh-repush', async () => (await import('./mesh/repush.ts')).meshRepushExecutor)),
   ]);
 }
 
@@ -119,7 +155,7 @@ export function cronJobs(deps: Deps): CronJob[] {
     { name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) },
     { name: 'state-locks-of-dead-runs', pattern: '* * * * *', run: () => releaseLocksOfDeadRuns(deps) },
     // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
-    { name: 'collect', pattern: deps.settings.collectCron, run: () => scheduledCollect(deps) },
+    { name: 'collect', pattern: deps.settings.collectCron, run: async () => (await import('../../functions/collect/job.ts')).scheduledCollect(deps) },
     ...(deps.settings.etcdSnapshotCron
       ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: async () => (await import('./etcd/snapshot.ts')).scheduledEtcdSnapshots(deps) }]
       : []),

@@ -4,7 +4,6 @@
 import { eq } from 'drizzle-orm';
 import { clusters, meshClusters } from '../../../db/schema/index.ts';
 import type { Deps } from '../../../functions/context.ts';
-import { enqueueRepush } from '../../../functions/mesh/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { joinHostPort, loadHub, setClusterMesh } from '../../../lib/mesh/store.ts';
 import { recordStun, type StunRow } from '../../../lib/mesh/stun-state.ts';
@@ -56,6 +55,8 @@ export async function checkStun(deps: Deps, servers: StunServer[], opts: { bindA
     .innerJoin(clusters, eq(clusters.id, meshClusters.clusterId))
     .where(eq(meshClusters.endpointSource, 'stun'))
     .all();
+  // The re-push's job spec (and zod, its params schema) loads when a cluster moves, not at start.
+  const { enqueueRepush } = await import('../../../functions/mesh/job.ts');
   for (const { mesh, tenantId } of stunClusters) {
     if (mesh.endpoint === endpoint) continue;
     await setClusterMesh(deps, mesh.clusterId, { endpoint, endpointSource: 'stun', relay: mesh.relay });
