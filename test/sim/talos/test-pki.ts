@@ -3,7 +3,7 @@
  * admin client certs (O=os:admin, EKU clientAuth only). The product PKI lives in lib/talos.
  */
 import 'reflect-metadata';
-import { KeyObject, randomBytes, webcrypto } from 'node:crypto';
+import { generateKeyPairSync, KeyObject, randomBytes, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { issueLeaf, issuerFacts, type IssuerFacts } from './der.ts';
 
@@ -83,13 +83,14 @@ export interface IssueOptions {
 }
 
 export interface ServingKeys {
-  pair: CryptoKeyPair;
+  publicKey: KeyObject;
   keyPem: string;
 }
 
+/** node:crypto directly: a WebCrypto key job and its PKCS#8 export cost a simulated node more than its certificate. */
 export async function generateServingKeys(): Promise<ServingKeys> {
-  const pair = await generateKeys();
-  return { pair, keyPem: await exportKeyPem(pair.privateKey) };
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  return { publicKey, keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
 }
 
 interface Signer {
@@ -119,7 +120,7 @@ export async function issueCert(ca: TestCa, opts: IssueOptions): Promise<TestKey
     subject: opts.subject,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(now + (opts.validMs ?? 365 * DAY_MS)),
-    spki: KeyObject.from(keys.pair.publicKey).export({ type: 'spki', format: 'der' }),
+    spki: keys.publicKey.export({ type: 'spki', format: 'der' }),
     extKeyUsage: opts.usage === 'client' ? [OID_CLIENT_AUTH] : opts.usage === 'server' ? [OID_SERVER_AUTH] : [OID_SERVER_AUTH, OID_CLIENT_AUTH],
     dnsNames: opts.dnsNames ?? [],
     ips: opts.ips ?? [],
