@@ -87,11 +87,11 @@ function countdown(keys: readonly string[]): { done(key: string): void; all: Pro
  * (TCP, handshake, or a node that never answers), so it does not take a read slot: holding one for
  * the whole deadline of a dead node pushed every node queued behind it, and the pass ended one
  * deadline after the last dead node was reached. Reads wait for the dials (readTarget), so the
- * handshakes of a cold pass have the CPU to themselves: two dials per read slot start the dead
- * nodes' deadlines sooner; four at once made handshakes on a busy two-core box finish so late that
- * healthy nodes missed the deadline.
+ * handshakes of a cold pass have the CPU to themselves. Four dials per read slot start the dead
+ * nodes' deadlines sooner than two (bench/collect, alternated runs on 2 cores: cold pass 1.31–1.67×
+ * against 1.47–1.82×); eight once left every handshake of a busy two-core box past its deadline.
  */
-const DIALS_PER_READ = 2;
+const DIALS_PER_READ = 4;
 
 /**
  * Clusters whose Talos credentials are minted at once. Minting is CPU-bound (a few milliseconds a
