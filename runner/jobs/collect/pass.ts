@@ -89,7 +89,8 @@ function countdown(keys: readonly string[]): { done(key: string): void; all: Pro
  * deadline after the last dead node was reached. Reads wait for the dials (readTarget), so the
  * handshakes of a cold pass have the CPU to themselves. Four dials per read slot start the dead
  * nodes' deadlines sooner than two (bench/collect, alternated runs on 2 cores: cold pass 1.31–1.67×
- * against 1.47–1.82×); eight once left every handshake of a busy two-core box past its deadline.
+ * against 1.47–1.82×). Eight once ended a pass with every node unreachable (not seen again in three
+ * more runs), so the margin is kept.
  */
 const DIALS_PER_READ = 4;
 
