@@ -5,7 +5,7 @@ import { pemToBase64 } from './pem.ts';
 import type { ClusterSecrets } from './secrets.ts';
 import { endpointSchema } from './validate.ts';
 
-/** PEM material for an mTLS client; `keyPem` is in a form Node's TLS (and grpc-js) loads. */
+/** PEM material for an mTLS client; `keyPem` is in a form Node's TLS loads. */
 export interface ClientCredentials {
   caPem: string;
   certPem: string;

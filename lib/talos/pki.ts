@@ -66,7 +66,7 @@ const spkiOf = (key: KeyObject): Buffer => key.export({ type: 'spki', format: 'd
 
 const certificatePem = (der: Buffer): string => encodePem('CERTIFICATE', der);
 
-/** Relabels a Talos-style key PEM into one Node's crypto (and grpc-js) accepts. */
+/** Relabels a Talos-style key PEM into one Node's crypto and TLS accept. */
 export function toNodeKeyPem(keyPem: string): string {
   const block = decodeSinglePem(keyPem, TALOS_KEY_LABELS);
   if (block.label !== ED25519_KEY_LABEL) return keyPem;
