@@ -1,6 +1,6 @@
 // Machine configs in the shape `talosctl gen config` (v1.13) writes: a v1alpha1 document plus HostnameConfig.
-import { stringify } from 'yaml';
 import { z } from 'zod';
+import { stringifyConfigDocument } from './config-yaml.ts';
 import { installerImage, VANILLA_SCHEMATIC } from './installer.ts';
 import { applyPatch, parsePatch } from './patch.ts';
 import type { ConfigDocument, PatchInput } from './patch.ts';
@@ -263,7 +263,7 @@ export function buildMachineDocuments(input: MachineConfigInput): ConfigDocument
 
 export function stringifyDocuments(docs: ConfigDocument[]): string {
   // No line folding and no YAML anchors: Talos should read exactly what a person sees.
-  return docs.map((doc) => stringify(doc, { indent: 4, lineWidth: 0, aliasDuplicateObjects: false })).join('---\n');
+  return docs.map(stringifyConfigDocument).join('---\n');
 }
 
 /** The machine config YAML for one node; the same inputs always give the same bytes. */
