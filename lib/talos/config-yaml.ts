@@ -27,11 +27,19 @@ const SIMPLE_TEXT = /^[\x20\x21\x23-\x26\x28-\x5b\x5d-\x7e]*$/;
 /** A line starting like a document marker makes `yaml` use block style at the root. */
 const DOCUMENT_MARKER = /^(%|---|\.\.\.)/;
 
+/**
+ * Base64, names, versions, IPv4 addresses: text that cannot hold an indicator, `: `, ` #` or a
+ * trailing space or colon, so only the scalar tests decide. Most of a config, checked in one scan.
+ */
+const WORDLIKE = /^[A-Za-z0-9][A-Za-z0-9+/=._-]*$/;
+
 /** A key or value string as `yaml` writes it on one line (a key is never folded; lineWidth 0 folds nothing). */
 function text(value: string): string {
-  if (!SIMPLE_TEXT.test(value) || DOCUMENT_MARKER.test(value)) throw UNSUPPORTED;
-  if (NOT_PLAIN.test(value) || NON_STRING_TESTS.some((re) => re.test(value))) return `"${value}"`;
-  return value;
+  if (!WORDLIKE.test(value)) {
+    if (!SIMPLE_TEXT.test(value) || DOCUMENT_MARKER.test(value)) throw UNSUPPORTED;
+    if (NOT_PLAIN.test(value)) return `"${value}"`;
+  }
+  return NON_STRING_TESTS.some((re) => re.test(value)) ? `"${value}"` : value;
 }
 
 function key(k: string): string {
