@@ -8,7 +8,9 @@ type Statement = BatchItem<'sqlite'>;
  * its apply). Those of one turn with the same `key` go out as one statement over all their ids.
  */
 export interface RowWrite {
-  /** Equal keys mean `build` makes the same change, only to other rows. */
+  /** The table of the row: two writes with the same table and id touch the same row. */
+  table: string;
+  /** Equal keys mean `build` makes the same change, only to other rows (of the same table). */
   key: string;
   id: string;
   build(ids: string[]): Statement;
@@ -43,15 +45,16 @@ function statementsOf(batch: Pending[]): Statement[] {
       open.clear();
       continue;
     }
-    const { key, id, build } = write.row;
-    const group = open.get(key);
-    if (group && !seen.has(id)) group.ids.push(id);
+    const { table, key, id, build } = write.row;
+    const row = `${table}\0${id}`;
+    const group = open.get(`${table}\0${key}`);
+    if (group && !seen.has(row)) group.ids.push(id);
     else {
       const fresh = { build, ids: [id] };
-      open.set(key, fresh);
+      open.set(`${table}\0${key}`, fresh);
       slots.push({ group: fresh });
     }
-    seen.add(id);
+    seen.add(row);
   }
   return slots.map((s) => ('group' in s ? s.group.build(s.group.ids) : s.statement));
 }

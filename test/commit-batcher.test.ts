@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eq, inArray } from 'drizzle-orm';
-import { machines } from '../db/schema/index.ts';
+import { machines, runs } from '../db/schema/index.ts';
 import type { Db } from '../db/client.ts';
 import { createCommitBatcher, type RowWrite } from '../runner/commit-batcher.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
@@ -71,6 +71,7 @@ describe('commit batcher', () => {
   });
 
   const stateWrite = (id: string, state: string): RowWrite => ({
+    table: 'machines',
     key: `state ${state}`,
     id,
     build: (rows) => h.deps.db.update(machines).set({ state }).where(inArray(machines.id, rows)),
@@ -108,6 +109,7 @@ describe('commit batcher', () => {
     const writes = createCommitBatcher(counted().db);
     // Renaming both to cp9 breaks the unique name index only when done together.
     const rename = (id: string): RowWrite => ({
+      table: 'machines',
       key: 'rename',
       id,
       build: (rows) => h.deps.db.update(machines).set({ name: 'cp9' }).where(inArray(machines.id, rows)),
@@ -117,5 +119,22 @@ describe('commit batcher', () => {
     const name = async (id: string) => (await h.deps.db.select().from(machines).where(eq(machines.id, id)).get())?.name;
     expect([await name(ids[0]!), await name(ids[1]!)]).toEqual(['cp9', 'cp2']);
     expect(await stateOf(ids[2]!)).toBe('configured');
+  });
+
+  it('merges writes to two tables made pairwise by each task (a node state and its mesh delivery)', async () => {
+    const runIds: string[] = [];
+    for (let i = 0; i < 3; i++) runIds.push((await h.deps.jobs.enqueue({ kind: 'x', clusterId, exclusive: false })).id);
+    const noteWrite = (id: string): RowWrite => ({
+      table: 'runs',
+      key: 'note',
+      id,
+      build: (rows) => h.deps.db.update(runs).set({ error: 'noted' }).where(inArray(runs.id, rows)),
+    });
+    const { db, batches } = counted();
+    const writes = createCommitBatcher(db);
+    await Promise.all(ids.flatMap((id, i) => [writes.writeRow(stateWrite(id, 'applied')), writes.writeRow(noteWrite(runIds[i]!))]));
+    expect(batches).toEqual([2]);
+    for (const id of ids) expect(await stateOf(id)).toBe('applied');
+    for (const id of runIds) expect((await h.deps.jobs.get(id))?.error).toBe('noted');
   });
 });

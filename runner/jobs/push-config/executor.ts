@@ -67,7 +67,8 @@ function render(cluster: ClusterRow, machine: MachineRow, access: ClusterAccess,
 /** A node's new state; the nodes of a cluster push reaching the same state in one turn share one UPDATE. */
 function machineUpdate(deps: Deps, id: string, values: { state: string; talosVersion?: string }): RowWrite {
   return {
-    key: JSON.stringify(['machines', values.state, values.talosVersion ?? null]),
+    table: 'machines',
+    key: JSON.stringify([values.state, values.talosVersion ?? null]),
     id,
     build: (ids) => deps.db.update(machines).set({ ...values, updatedAt: deps.clock.now() }).where(inArray(machines.id, ids)),
   };
@@ -75,7 +76,7 @@ function machineUpdate(deps: Deps, id: string, values: { state: string; talosVer
 
 /** markDelivered as a row write: the nodes given the same endpoint in one turn share one UPDATE. */
 function deliveredWrite(deps: Deps, id: string, endpoint: string | null): RowWrite {
-  return { key: JSON.stringify(['mesh_peers', endpoint]), id, build: (ids) => deliveredUpdateAll(deps.db, ids, endpoint) };
+  return { table: 'mesh_peers', key: JSON.stringify(endpoint), id, build: (ids) => deliveredUpdateAll(deps.db, ids, endpoint) };
 }
 
 /**
