@@ -1,6 +1,5 @@
 import type { BatchItem } from 'drizzle-orm/batch';
 import type { Db } from '../db/client.ts';
-import { URGENT_GAP_MS } from './event-writer.ts';
 
 type Statement = BatchItem<'sqlite'>;
 
@@ -65,15 +64,11 @@ const alone = (p: Pending): Statement => ('statement' in p.write ? p.write.state
 /**
  * Group commit for writes made by many concurrent tasks of one run (a cluster push's nodes): each
  * commit syncs the database file and blocks the process while it does, so statements queued in
- * the same turn of the event loop go out in one transaction, and a write that comes less than
- * `gapMs` after the last commit waits for the gap to pass (as the run's awaited events do, see
- * URGENT_GAP_MS), gathering the writes of the tasks that follow it closely. If that transaction
- * fails, each write is retried alone, so one bad write fails only its own caller.
+ * the same turn of the event loop go out in one transaction. If that transaction fails, each
+ * write is retried alone, so one bad write fails only its own caller.
  */
-export function createCommitBatcher(db: Db, opts: { gapMs?: number } = {}): CommitBatcher {
-  const gapMs = opts.gapMs ?? URGENT_GAP_MS;
+export function createCommitBatcher(db: Db): CommitBatcher {
   let queue: Pending[] = [];
-  let lastCommit = Number.NEGATIVE_INFINITY;
 
   async function flush(): Promise<void> {
     const batch = queue;
@@ -90,18 +85,12 @@ export function createCommitBatcher(db: Db, opts: { gapMs?: number } = {}): Comm
           p.reject(err);
         }
       }
-    } finally {
-      lastCommit = performance.now();
     }
   }
 
   const enqueue = (write: Pending['write']) =>
     new Promise<void>((resolve, reject) => {
-      if (queue.length === 0) {
-        const gap = lastCommit + gapMs - performance.now();
-        if (gap > 0) setTimeout(() => void flush(), gap);
-        else setImmediate(() => void flush());
-      }
+      if (queue.length === 0) setImmediate(() => void flush());
       queue.push({ write, resolve, reject });
     });
 

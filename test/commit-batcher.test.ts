@@ -137,18 +137,4 @@ describe('commit batcher', () => {
     for (const id of ids) expect(await stateOf(id)).toBe('applied');
     for (const id of runIds) expect((await h.deps.jobs.get(id))?.error).toBe('noted');
   });
-
-  it('gathers writes from separate turns that follow a commit closely into one transaction', async () => {
-    const { db, batches } = counted();
-    const writes = createCommitBatcher(db, { gapMs: 1_000 });
-    await writes.writeRow(stateWrite(ids[0]!, 'applied'));
-    const next = () => new Promise<void>((resolve) => setImmediate(resolve));
-    const b = writes.writeRow(stateWrite(ids[1]!, 'applied'));
-    await next();
-    const c = writes.writeRow(stateWrite(ids[2]!, 'applied'));
-    await Promise.all([b, c]);
-    // The two late ones: one transaction, one merged statement.
-    expect(batches).toEqual([1, 1]);
-    for (const id of ids) expect(await stateOf(id)).toBe('applied');
-  });
 });
