@@ -4,13 +4,6 @@ import type { EmitOptions } from '../lib/jobs/executor.ts';
 const MAX_BATCH = 500;
 /** How long deferred events gather before they are written together. */
 export const DEFER_WINDOW_MS = 100;
-/**
- * How soon after a write an awaited event is written at the earliest. A cluster push's nodes
- * reach their awaited steps a millisecond or two apart, each in its own turn, and every commit's
- * sync blocks the whole process for about as long: spaced like this, they share commits. An
- * awaited event that comes later than this after the last write (a single push's) waits for nothing.
- */
-export const URGENT_GAP_MS = 20;
 
 export interface EventWriter<E> {
   /** Resolves once the event is stored (or refused); rejects when its batch could not be written. */
@@ -30,19 +23,16 @@ interface Pending<E> {
  * embedded database is synchronous), so a busy tofu stream written line by line stalls the very
  * state backend tofu is waiting on. Events queue up while a batch is being written and go
  * together; deferred ones (`{ defer: true }`, for high-volume streams nobody awaits) also wait up
- * to DEFER_WINDOW_MS for company. An event that is not deferred is written at once (or, when the
- * last write was less than URGENT_GAP_MS ago, once that gap has passed), together with everything
- * queued before it, so order is kept and an awaited emit is held back by at most URGENT_GAP_MS.
+ * to DEFER_WINDOW_MS for company. An event that is not deferred is written at once, together with
+ * everything queued before it, so order is kept and an awaited emit is never held back.
  * `write` answers false when the run was closed elsewhere; `onRefused` is told.
  */
 export function createEventWriter<E>(
   write: (events: E[]) => Promise<boolean>,
   onRefused: () => void,
-  opts: { windowMs?: number; gapMs?: number } = {},
+  opts: { windowMs?: number } = {},
 ): EventWriter<E> {
   const windowMs = opts.windowMs ?? DEFER_WINDOW_MS;
-  const gapMs = opts.gapMs ?? URGENT_GAP_MS;
-  let lastWrite = Number.NEGATIVE_INFINITY;
   let queue: Pending<E>[] = [];
   let urgent = false;
   let draining: Promise<void> | undefined;
@@ -71,9 +61,6 @@ export function createEventWriter<E>(
       // run are busy (a cluster push), the events their I/O callbacks emit together share a commit.
       if (!urgent) await window();
       else await new Promise<void>((resolve) => setImmediate(resolve));
-      // An awaited event, whether it came first or cut a window short, keeps the gap since the last write.
-      const gap = lastWrite + gapMs - performance.now();
-      if (gap > 0) await new Promise<void>((resolve) => setTimeout(resolve, gap));
       urgent = false;
       const batch = queue.slice(0, MAX_BATCH);
       queue = queue.slice(batch.length);
@@ -82,8 +69,6 @@ export function createEventWriter<E>(
         for (const p of batch) p.resolve();
       } catch (err) {
         for (const p of batch) p.reject(err);
-      } finally {
-        lastWrite = performance.now();
       }
     }
   }

@@ -80,34 +80,6 @@ describe('run event writer', () => {
     await w.idle();
     expect(r.batches.flat()).toEqual(Array.from({ length: 20 }, (_, n) => n));
   });
-  it('gathers awaited events that follow a write closely, from separate turns, into one write', async () => {
-    const r = recorder();
-    const w = createEventWriter<E>(r.write, () => undefined, { windowMs: 600_000, gapMs: 1_000 });
-    await w.push({ n: 1 });
-    // Three tasks reaching an awaited step one turn after another, as a cluster push's nodes do.
-    const next = () => new Promise<void>((resolve) => setImmediate(resolve));
-    const a = w.push({ n: 2 });
-    await next();
-    const b = w.push({ n: 3 }, { defer: true });
-    await next();
-    const c = w.push({ n: 4 });
-    await Promise.all([a, b, c]);
-    expect(r.batches).toEqual([[1], [2, 3, 4]]);
-  });
-
-  it('writes an awaited event at once when the last write is older than the gap', async () => {
-    const r = recorder();
-    const w = createEventWriter<E>(r.write, () => undefined, { windowMs: 600_000, gapMs: 50 });
-    await w.push({ n: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    const second = w.push({ n: 2 });
-    let stored = false;
-    void second.then(() => (stored = true));
-    // Two turns: one for the writer's own turn boundary, one for the write's promise.
-    for (let i = 0; i < 5 && !stored; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-    expect(stored).toBe(true);
-    expect(r.batches).toEqual([[1], [2]]);
-  });
 });
 
 describe('jobs.appendEvents', () => {
