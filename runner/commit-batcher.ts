@@ -3,8 +3,21 @@ import type { Db } from '../db/client.ts';
 
 type Statement = BatchItem<'sqlite'>;
 
+/**
+ * The same change to one row that many tasks make, each to their own row (a node's state after
+ * its apply). Those of one turn with the same `key` go out as one statement over all their ids.
+ */
+export interface RowWrite {
+  /** The table of the row: two writes with the same table and id touch the same row. */
+  table: string;
+  /** Equal keys mean `build` makes the same change, only to other rows (of the same table). */
+  key: string;
+  id: string;
+  build(ids: string[]): Statement;
+}
+
 interface Pending {
-  statement: Statement;
+  write: { statement: Statement } | { row: RowWrite };
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -12,13 +25,47 @@ interface Pending {
 export interface CommitBatcher {
   /** Resolves once the statement is committed, together with the others of this event-loop turn. */
   write(statement: Statement): Promise<void>;
+  /** Resolves once the row write is committed, merged with the others of this turn that share its key. */
+  writeRow(row: RowWrite): Promise<void>;
 }
+
+/**
+ * The turn's writes as statements, in order, row writes of one key merged into the first one's
+ * place. A row written twice in the turn, or a plain statement in between (it may touch
+ * anything), starts a new group, so no write ever moves before one it followed on the same row.
+ */
+function statementsOf(batch: Pending[]): Statement[] {
+  type Group = { build: RowWrite['build']; ids: string[] };
+  const slots: Array<{ statement: Statement } | { group: Group }> = [];
+  const open = new Map<string, Group>();
+  const seen = new Set<string>();
+  for (const { write } of batch) {
+    if ('statement' in write) {
+      slots.push(write);
+      open.clear();
+      continue;
+    }
+    const { table, key, id, build } = write.row;
+    const row = `${table}\0${id}`;
+    const group = open.get(`${table}\0${key}`);
+    if (group && !seen.has(row)) group.ids.push(id);
+    else {
+      const fresh = { build, ids: [id] };
+      open.set(`${table}\0${key}`, fresh);
+      slots.push({ group: fresh });
+    }
+    seen.add(row);
+  }
+  return slots.map((s) => ('group' in s ? s.group.build(s.group.ids) : s.statement));
+}
+
+const alone = (p: Pending): Statement => ('statement' in p.write ? p.write.statement : p.write.row.build([p.write.row.id]));
 
 /**
  * Group commit for writes made by many concurrent tasks of one run (a cluster push's nodes): each
  * commit syncs the database file and blocks the process while it does, so statements queued in
  * the same turn of the event loop go out in one transaction. If that transaction fails, each
- * statement is retried alone, so one bad write fails only its own caller.
+ * write is retried alone, so one bad write fails only its own caller.
  */
 export function createCommitBatcher(db: Db): CommitBatcher {
   let queue: Pending[] = [];
@@ -27,12 +74,12 @@ export function createCommitBatcher(db: Db): CommitBatcher {
     const batch = queue;
     queue = [];
     try {
-      await db.batch(batch.map((p) => p.statement) as [Statement, ...Statement[]]);
+      await db.batch(statementsOf(batch) as [Statement, ...Statement[]]);
       for (const p of batch) p.resolve();
     } catch {
       for (const p of batch) {
         try {
-          await p.statement;
+          await alone(p);
           p.resolve();
         } catch (err) {
           p.reject(err);
@@ -41,12 +88,14 @@ export function createCommitBatcher(db: Db): CommitBatcher {
     }
   }
 
+  const enqueue = (write: Pending['write']) =>
+    new Promise<void>((resolve, reject) => {
+      if (queue.length === 0) setImmediate(() => void flush());
+      queue.push({ write, resolve, reject });
+    });
+
   return {
-    write(statement) {
-      return new Promise<void>((resolve, reject) => {
-        if (queue.length === 0) setImmediate(() => void flush());
-        queue.push({ statement, resolve, reject });
-      });
-    },
+    write: (statement) => enqueue({ statement }),
+    writeRow: (row) => enqueue({ row }),
   };
 }

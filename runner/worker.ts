@@ -23,6 +23,10 @@ export function createWorker(opts: {
 }): Worker {
   const { deps, executors, workerId, leaseMs, concurrency } = opts;
   const pollMs = opts.pollMs ?? 500;
+  // A run is only reaped once its lease has run out: looking at every poll (a poll may be a few
+  // milliseconds) finds nothing more, so a dead worker's run ends at most this much later.
+  const reapEveryMs = Math.min(leaseMs / 10, 1_000);
+  let reapedAt = Number.NEGATIVE_INFINITY;
   const kinds = Object.keys(executors);
   const active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   let stopping = false;
@@ -106,8 +110,11 @@ export function createWorker(opts: {
     for (const id of await deps.jobs.cancelRequestedAmong([...active.keys()])) {
       active.get(id)?.controller.abort(new Abort('cancel'));
     }
-    const reaped = await deps.jobs.reapExpired();
-    if (reaped.length) await opts.onInterrupted?.(reaped);
+    if (performance.now() - reapedAt >= reapEveryMs) {
+      reapedAt = performance.now();
+      const reaped = await deps.jobs.reapExpired();
+      if (reaped.length) await opts.onInterrupted?.(reaped);
+    }
     while (!stopping && active.size < concurrency) {
       const run = await deps.jobs.claim({ workerId, leaseMs, kinds });
       if (!run) break;

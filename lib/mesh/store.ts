@@ -1,6 +1,6 @@
 // Desired mesh state in the database: the hub's identity, which clusters opted in and where their
 // nodes dial, and one row per node. Portable (no Node-only imports): routes on Workers use it too.
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { meshClusters, meshHub, meshPeers } from '../../db/schema/index.ts';
 import type { Clock } from '../clock.ts';
@@ -204,6 +204,11 @@ export async function markDelivered(db: Db, machineId: string, endpoint: string 
 /** markDelivered as a statement, to go in the same batch (one commit) as the caller's own writes. */
 export function deliveredUpdate(db: Db, machineId: string, endpoint: string | null) {
   return db.update(meshPeers).set({ deliveredEndpoint: endpoint }).where(eq(meshPeers.machineId, machineId));
+}
+
+/** deliveredUpdate for several machines given the same endpoint, in one statement (a cluster push's nodes). */
+export function deliveredUpdateAll(db: Db, machineIds: string[], endpoint: string | null) {
+  return db.update(meshPeers).set({ deliveredEndpoint: endpoint }).where(inArray(meshPeers.machineId, machineIds));
 }
 
 export interface AffectedMachine {

@@ -1,6 +1,6 @@
 // Machine configs in the shape `talosctl gen config` (v1.13) writes: a v1alpha1 document plus HostnameConfig.
-import { stringify } from 'yaml';
 import { z } from 'zod';
+import { stringifyConfigDocument } from './config-yaml.ts';
 import { installerImage, VANILLA_SCHEMATIC } from './installer.ts';
 import { applyPatch, parsePatch } from './patch.ts';
 import type { ConfigDocument, PatchInput } from './patch.ts';
@@ -107,7 +107,8 @@ function certSans(endpointHost: string, addresses: string[]): string[] {
   return [endpointHost, ...rest];
 }
 
-const PODSECURITY_ADMISSION = {
+/** A fresh object for every config: the documents returned are the caller's to change. */
+const podSecurityAdmission = () => ({
   name: 'PodSecurity',
   configuration: {
     apiVersion: 'pod-security.admission.config.k8s.io/v1alpha1',
@@ -122,7 +123,7 @@ const PODSECURITY_ADMISSION = {
     exemptions: { namespaces: ['kube-system'], runtimeClasses: [], usernames: [] },
     kind: 'PodSecurityConfiguration',
   },
-};
+});
 
 function machineSection(input: CheckedInput, sans: string[]): ConfigDocument {
   const { secrets, role } = input;
@@ -178,7 +179,7 @@ function clusterSection(input: CheckedInput, sans: string[]): ConfigDocument {
     apiServer: {
       image: `registry.k8s.io/kube-apiserver:v${k8s}`,
       certSANs: [...sans],
-      admissionControl: [structuredClone(PODSECURITY_ADMISSION)],
+      admissionControl: [podSecurityAdmission()],
       auditPolicy: { apiVersion: 'audit.k8s.io/v1', kind: 'Policy', rules: [{ level: 'Metadata' }] },
     },
     controllerManager: { image: `registry.k8s.io/kube-controller-manager:v${k8s}` },
@@ -263,7 +264,7 @@ export function buildMachineDocuments(input: MachineConfigInput): ConfigDocument
 
 export function stringifyDocuments(docs: ConfigDocument[]): string {
   // No line folding and no YAML anchors: Talos should read exactly what a person sees.
-  return docs.map((doc) => stringify(doc, { indent: 4, lineWidth: 0, aliasDuplicateObjects: false })).join('---\n');
+  return docs.map(stringifyConfigDocument).join('---\n');
 }
 
 /** The machine config YAML for one node; the same inputs always give the same bytes. */

@@ -1,13 +1,13 @@
 import { talosDialer, type TalosDialer } from '../../../functions/machine-config/access.ts';
 import { createHash } from 'node:crypto';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { DomainError } from '../../../lib/errors.ts';
 import { RunError, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
 import type { PushConfigParams } from '../../../functions/push-config/job.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { BatchItem } from 'drizzle-orm/batch';
-import { createCommitBatcher, type CommitBatcher } from '../../commit-batcher.ts';
+import { createCommitBatcher, type CommitBatcher, type RowWrite } from '../../commit-batcher.ts';
 import {
   createTalosClient, isTalosApiError, isUnimplemented, type ApplyConfigurationResult, type ApplyMode, type TalosApiClient, type VersionResult,
 } from '../../../lib/talos/api/index.ts';
@@ -15,7 +15,7 @@ import type { Deps } from '../../../functions/context.ts';
 import type { ClusterRow, MachineRow } from '../../../functions/inventory/load.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { clusterMeshDeliveries, meshDelivery, type MeshDelivery } from '../../../lib/mesh/dial.ts';
-import { deliveredUpdate } from '../../../lib/mesh/store.ts';
+import { deliveredUpdateAll } from '../../../lib/mesh/store.ts';
 import type { ConfigDocument } from '../../../lib/talos/patch.ts';
 import { renderOrReject } from '../../../functions/machine-config/render.ts';
 import { talosFailure, type Channel } from './failures.ts';
@@ -64,11 +64,19 @@ function render(cluster: ClusterRow, machine: MachineRow, access: ClusterAccess,
   }
 }
 
-function machineUpdate(deps: Deps, id: string, values: { state: string; talosVersion?: string }) {
-  return deps.db
-    .update(machines)
-    .set({ ...values, updatedAt: deps.clock.now() })
-    .where(eq(machines.id, id));
+/** A node's new state; the nodes of a cluster push reaching the same state in one turn share one UPDATE. */
+function machineUpdate(deps: Deps, id: string, values: { state: string; talosVersion?: string }): RowWrite {
+  return {
+    table: 'machines',
+    key: JSON.stringify([values.state, values.talosVersion ?? null]),
+    id,
+    build: (ids) => deps.db.update(machines).set({ ...values, updatedAt: deps.clock.now() }).where(inArray(machines.id, ids)),
+  };
+}
+
+/** markDelivered as a row write: the nodes given the same endpoint in one turn share one UPDATE. */
+function deliveredWrite(deps: Deps, id: string, endpoint: string | null): RowWrite {
+  return { table: 'mesh_peers', key: JSON.stringify(endpoint), id, build: (ids) => deliveredUpdateAll(deps.db, ids, endpoint) };
 }
 
 /**
@@ -125,8 +133,10 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   // cluster push a turn is long. What must be on record before the node is touched is awaited.
   const progress = (e: RunEventInput): void => void emit(e, { defer: true }).catch(() => undefined);
   // A cluster push's nodes share commits; a single push's writes go straight out, in one commit each.
-  const write = (statements: [Statement, ...Statement[]]): Promise<unknown> =>
-    shared ? Promise.all(statements.map((st) => shared.writes.write(st))) : deps.db.batch(statements);
+  const write = (rows: [RowWrite, ...RowWrite[]]): Promise<unknown> =>
+    shared
+      ? Promise.all(rows.map((r) => shared.writes.writeRow(r)))
+      : deps.db.batch(rows.map((r) => r.build([r.id])) as [Statement, ...Statement[]]);
   const t = pushTimings(deps);
   const known = shared?.machines.get(p.machine);
   const { cluster, machine } = shared && known ? { cluster: shared.cluster, machine: known } : await loadTargets(deps, run.clusterId!, p.machine);
@@ -211,7 +221,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   });
   if (confirmed) {
     // Which hub endpoint the node now dials (null: none); from here it is reached over the mesh.
-    const delivered = deliveredUpdate(deps.db, machine.id, mesh.endpoint);
+    const delivered = deliveredWrite(deps, machine.id, mesh.endpoint);
     // It holds our config now: from here on it is reached over mTLS only, even if this run fails.
     // An unconfirmed apply leaves the machine as it was until the node proves it over mTLS.
     // One commit for both: a cluster push makes these for every node at about the same time.
