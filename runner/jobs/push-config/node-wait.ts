@@ -7,7 +7,7 @@ import { untilPortReturns } from '../node-port.ts';
 
 const describe = (err: unknown) => (isTalosApiError(err) ? err.message : 'no answer yet');
 
-/** One Version call over mTLS on a fresh connection, so a retry never waits out grpc-js backoff. */
+/** One Version call over mTLS on a fresh connection, so a retry never waits on one the rebooting node dropped. */
 async function probe(access: ClusterAccess, address: string, deadlineMs: number, signal: AbortSignal): Promise<VersionResult> {
   const client = await access.talosClient(address);
   try {
