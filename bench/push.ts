@@ -12,6 +12,7 @@ import { startProfile } from './cpu-profile.ts';
 import { availableParallelism } from 'node:os';
 import { createWorker } from '../runner/worker.ts';
 import { executors } from '../runner/jobs/registry.ts';
+import { runFinished } from './run-wait.ts';
 import { startSimFleet } from './sim-fleet.ts';
 import { createHarness, seedCluster, type Harness } from '../test/support/harness.ts';
 
@@ -56,37 +57,10 @@ async function start(t: Target): Promise<string> {
   return res.body.run.id;
 }
 
-/**
- * Waits for the run's end, woken by its own events (the last one is written when it ends), so
- * the measuring does not itself load the database the pushes use.
- */
+/** The run's end (bench/run-wait.ts); anything but success stops the bench. */
 async function finished(runId: string): Promise<void> {
-  let published = 0;
-  let wake: () => void = () => {};
-  const off = h.deps.bus.subscribe(runId, () => {
-    published++;
-    wake();
-  });
-  try {
-    for (;;) {
-      const seen = published;
-      const run = await h.deps.jobs.get(runId);
-      if (run?.state === 'succeeded') return;
-      if (run && run.state !== 'queued' && run.state !== 'running') throw new Error(`run ${runId} ${run.state}: ${run.error}`);
-      // At most one read per 10 ms however many events arrive, for single and cluster pushes alike.
-      await new Promise((r) => setTimeout(r, 10));
-      if (published !== seen) continue;
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, 250);
-        wake = () => {
-          clearTimeout(t);
-          r();
-        };
-      });
-    }
-  } finally {
-    off();
-  }
+  const run = await runFinished(h, runId);
+  if (run.state !== 'succeeded') throw new Error(`run ${runId} ${run.state}: ${run.error}`);
 }
 
 async function timedPush(t: Target): Promise<number> {
