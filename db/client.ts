@@ -1,4 +1,5 @@
 import type { Client } from '@libsql/client';
+import type { BatchItem } from 'drizzle-orm/batch';
 import type { LibSQLDatabase } from 'drizzle-orm/libsql';
 import { migrate } from 'drizzle-orm/libsql/migrator';
 import { chmod, open } from 'node:fs/promises';
@@ -6,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import * as schema from './schema/index.ts';
 
 export type Db = LibSQLDatabase<typeof schema>;
+/** One statement of a `db.batch` (one transaction, one commit). */
+export type DbStatement = BatchItem<'sqlite'>;
 
 export interface Database {
   db: Db;

@@ -1,7 +1,4 @@
-import type { BatchItem } from 'drizzle-orm/batch';
-import type { Db } from '../db/client.ts';
-
-type Statement = BatchItem<'sqlite'>;
+import type { Db, DbStatement as Statement } from '../db/client.ts';
 
 /**
  * The same change to one row that many tasks make, each to their own row (a node's state after

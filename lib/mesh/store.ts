@@ -203,7 +203,7 @@ export async function markDelivered(db: Db, machineId: string, endpoint: string 
 
 /** markDelivered as a statement, to go in the same batch (one commit) as the caller's own writes. */
 export function deliveredUpdate(db: Db, machineId: string, endpoint: string | null) {
-  return db.update(meshPeers).set({ deliveredEndpoint: endpoint }).where(eq(meshPeers.machineId, machineId));
+  return deliveredUpdateAll(db, [machineId], endpoint);
 }
 
 /** deliveredUpdate for several machines given the same endpoint, in one statement (a cluster push's nodes). */

@@ -54,6 +54,11 @@ function pemBuffer(p: Pem): Buffer {
   return Buffer.from(typeof p === 'string' ? p : Buffer.from(p).toString('utf8'));
 }
 
+/** The key PEM with a label OpenSSL reads (talosctl writes `ED25519 PRIVATE KEY`). */
+function keyBuffer(p: Pem): Buffer {
+  return Buffer.from(normalizePrivateKeyPem(pemBuffer(p).toString('utf8')));
+}
+
 type Service = 'MachineService' | 'ImageService' | 'LifecycleService';
 const SERVICE_KEY: Record<Service, keyof Omit<TalosServiceDefinitions, 'packageDefinition'>> = {
   MachineService: 'machine',
@@ -81,7 +86,7 @@ export class TalosApiClient {
         ...(opts.serverName ? { serverName: opts.serverName } : {}),
         ca: pemBuffer(opts.ca),
         cert: pemBuffer(opts.cert),
-        key: Buffer.from(normalizePrivateKeyPem(pemBuffer(opts.key).toString('utf8'))),
+        key: keyBuffer(opts.key),
         ...(opts.secureContext ? { secureContext: opts.secureContext } : {}),
       };
     }
@@ -324,7 +329,7 @@ export class TalosApiClient {
 
 /** One TLS context for an mTLS identity, to share between the clients of a pass. */
 export function createTalosSecureContext(ca: Pem, cert: Pem, key: Pem): SecureContext {
-  return createSecureContext({ ca: pemBuffer(ca), cert: pemBuffer(cert), key: Buffer.from(normalizePrivateKeyPem(pemBuffer(key).toString('utf8'))), minVersion: 'TLSv1.2' });
+  return createSecureContext({ ca: pemBuffer(ca), cert: pemBuffer(cert), key: keyBuffer(key), minVersion: 'TLSv1.2' });
 }
 
 export function createTalosClient(opts: TalosClientOptions): TalosApiClient {

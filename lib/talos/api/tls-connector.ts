@@ -35,7 +35,7 @@ const FINGERPRINT_MISMATCH = 'server certificate does not match the pinned finge
 const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EADDRNOTAVAIL', 'EHOSTDOWN']);
 
 /** OpenSSL alerts and certificate verification failures, as opposed to plain socket errors. */
-export function isTlsError(err: NodeJS.ErrnoException): boolean {
+function isTlsError(err: NodeJS.ErrnoException): boolean {
   const code = err.code ?? '';
   return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || /CERT|SELF_SIGNED|UNABLE_TO|ISSUER/.test(code);
 }

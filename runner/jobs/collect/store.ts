@@ -2,7 +2,7 @@
 // Talos version each node reported. One batch (one transaction) for the whole pass, so a reader
 // never sees half a pass and the database commits once a pass, not once per cluster.
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
+import type { DbStatement as Statement } from '../../../db/client.ts';
 import { clusterHealth, healthSamples, machineHealth, machines } from '../../../db/schema/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { ClusterAssessment, HealthState, MachineAssessment, TalosCpuStat } from '../../../functions/collect/types.ts';
@@ -32,7 +32,6 @@ export interface ClusterOutcome {
 
 const excluded = (column: string) => sql.raw(`excluded.${column}`);
 
-type Statement = BatchItem<'sqlite'>;
 
 function clusterStatements(deps: Pick<Deps, 'db'>, o: ClusterOutcome): Statement[] {
   const { db } = deps;

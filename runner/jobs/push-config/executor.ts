@@ -6,7 +6,7 @@ import { DomainError } from '../../../lib/errors.ts';
 import { RunError, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
 import type { PushConfigParams } from '../../../functions/push-config/job.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
-import type { BatchItem } from 'drizzle-orm/batch';
+import type { DbStatement as Statement } from '../../../db/client.ts';
 import { createCommitBatcher, type CommitBatcher, type RowWrite } from '../../commit-batcher.ts';
 import {
   createTalosClient, isTalosApiError, isUnimplemented, type ApplyConfigurationResult, type ApplyMode, type TalosApiClient, type VersionResult,
@@ -35,7 +35,6 @@ export interface PushConfigResult {
 }
 
 type Ctx = RunContext<Deps>;
-type Statement = BatchItem<'sqlite'>;
 
 /** Failures of an apply call that do not tell whether the node acted on it. */
 const AMBIGUOUS: ReadonlySet<string> = new Set(['connection-lost', 'deadline']);
