@@ -18,9 +18,11 @@ import {
   subjectKeyIdentifier,
   tbsCertificate,
   type NameAttribute,
+  type SignatureKind,
 } from './x509-cert.ts';
 
-export type KeyAlgorithm = 'ed25519' | 'ecdsa-p256';
+/** The key types Talos's PKI uses, which are also the signatures x509-cert.ts makes. */
+export type KeyAlgorithm = SignatureKind;
 
 /** A certificate with its private key, both PEM. The key uses the label Talos writes for its type. */
 export interface CertAndKey {
