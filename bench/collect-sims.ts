@@ -20,6 +20,8 @@ export type SimRequest =
   | { op: 'maintenance'; count: number; latencyMs: number; rebootMs: number }
   | { op: 'blackhole'; indices: number[] }
   | { op: 'cpu' }
+  /** A full GC now, so the old-space collection the setup's garbage is due does not land in the measured window. */
+  | { op: 'settle' }
   /** Starts (dir absent) or stops and writes to dir a CPU profile of this child: a pass's window, not the setup. */
   | { op: 'profile'; dir?: string }
   | { op: 'stop' };
@@ -76,6 +78,9 @@ async function handle(req: SimRequest): Promise<unknown> {
       const c = process.cpuUsage();
       return (c.user + c.system) / 1000;
     }
+    case 'settle':
+      (globalThis as { gc?: () => void }).gc?.();
+      return true;
     case 'profile': {
       if (req.dir === undefined) {
         profiler ??= await startProfile(true);

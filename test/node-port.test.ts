@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { portAccepts, untilPortReturns } from '../runner/jobs/node-port.ts';
+import { lookPauseMs, portAccepts, untilPortReturns } from '../runner/jobs/node-port.ts';
 
 describe('node port checks', () => {
   let server: Server | undefined;
@@ -41,6 +41,27 @@ describe('node port checks', () => {
     const seen = { down: false };
     await untilPortReturns(`127.0.0.1:${port}`, 120, seen, new AbortController().signal);
     expect(seen.down).toBe(false);
+  });
+
+  it('looks less often the longer a node stays away, within a bound', async () => {
+    expect(lookPauseMs(0)).toBe(20);
+    expect(lookPauseMs(2_000)).toBe(125);
+    expect(lookPauseMs(10 * 60_000)).toBe(250);
+    // A node that has not gone down yet: every look is a connection the server sees. At a look
+    // every 20 ms, 2.4 s would be ~120 of them.
+    let looks = 0;
+    server = createServer((s) => {
+      looks++;
+      s.destroy();
+    });
+    const port = await new Promise<number>((resolve) => server!.listen(0, '127.0.0.1', () => resolve((server!.address() as { port: number }).port)));
+    const seen = { down: false };
+    await untilPortReturns(`127.0.0.1:${port}`, 1_200, seen, new AbortController().signal);
+    // The pause goes on from where the wait was, not from 20 ms again, on the wait's next call.
+    await untilPortReturns(`127.0.0.1:${port}`, 1_200, seen, new AbortController().signal);
+    expect(seen.down).toBe(false);
+    expect(looks).toBeGreaterThan(10);
+    expect(looks).toBeLessThan(70);
   });
 
   it('stops waiting when the run is stopped', async () => {

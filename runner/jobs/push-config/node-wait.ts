@@ -3,7 +3,7 @@ import { isTalosApiError, type VersionResult } from '../../../lib/talos/api/inde
 import type { PushTimings } from '../../../functions/context.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
 import { pause } from './timings.ts';
-import { untilPortReturns } from '../node-port.ts';
+import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
 const describe = (err: unknown) => (isTalosApiError(err) ? err.message : 'no answer yet');
 
@@ -30,7 +30,7 @@ export async function waitForMtls(
   opts: { rebooting?: boolean } = {},
 ): Promise<VersionResult> {
   const end = Date.now() + t.readyTimeoutMs;
-  const seen = { down: false };
+  const seen: PortWatch = { down: false };
   let last: unknown;
   // A node that just took its first config reboots: probing it before it went down would only
   // fail a TLS handshake against its maintenance certificate.

@@ -12,7 +12,7 @@ import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { drainFor, forfeitLeadership, uncordon } from './drain.ts';
-import { untilPortReturns } from '../node-port.ts';
+import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
 export interface NodeContext {
   access: ClusterAccess;
@@ -187,7 +187,7 @@ async function rebootTolerant(
 async function waitForReboot(ctx: NodeContext, m: GateMachine, before: NodeState, fail: (t: string) => RunError): Promise<NodeState> {
   const { timings, hard, params } = ctx;
   const deadline = performance.now() + timings.rebootTimeoutMs;
-  const seen = { down: false };
+  const seen: PortWatch = { down: false };
   let last: string;
   for (;;) {
     hard.throwIfAborted();
