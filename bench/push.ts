@@ -6,7 +6,7 @@
  * Baseline, same run: each node pushed alone (single-machine route, its own cluster), one after
  * the other, on a twin fleet; the slowest of those is the floor a fully parallel push can reach.
  * Usage: npx tsx bench/push.ts [nodes] [latencyMs]   (POLL_MS: readiness poll interval, default 100)
- * PUSH_PROFILE=<file> writes a V8 CPU profile of the first cluster push alone; with SIM_PUSH_PROFILE=<dir>
+ * PUSH_PROFILE=<file> writes a V8 CPU profile of the last cluster push alone; with SIM_PUSH_PROFILE=<dir>
  * too, each sim child writes one of the same window (sims-<pid>-<time>.cpuprofile).
  */
 import { startProfile } from './cpu-profile.ts';
@@ -119,8 +119,9 @@ for (const [r, rack] of racks.entries()) {
   // old-space collection in a child stalls all its nodes at once, which nodes on their own
   // machines never do.
   await sims({ op: 'settle' });
-  // The first round alone is profiled and its timeline printed.
-  const profiling = r === 0 ? await startProfile(!!profFile) : undefined;
+  // The last round alone (the warmest) is profiled and its timeline printed.
+  const last = r === racks.length - 1;
+  const profiling = last ? await startProfile(!!profFile) : undefined;
   if (profiling && simProfDir) await sims({ op: 'profile' });
   const simCpu0 = await sims<number>({ op: 'cpu' });
   const cpu0 = process.cpuUsage();
@@ -131,7 +132,7 @@ for (const [r, rack] of racks.entries()) {
   measured.push({ wall, productCpuMs: cpuMs(process.cpuUsage(cpu0)), mainThreadCpuMs: cpuMs(process.threadCpuUsage(main0)), simCpuMs: (await sims<number>({ op: 'cpu' })) - simCpu0 });
   if (profiling && profFile) await profiling.stop(profFile);
   if (profiling && simProfDir) await sims({ op: 'profile', dir: simProfDir });
-  if (r === 0 && process.env['PUSH_TIMELINE']) {
+  if (last && process.env['PUSH_TIMELINE']) {
     const rows = (await h.deps.database.client.execute({ sql: 'select at, type, data from run_events where run_id = ? order by seq', args: [runId] })).rows;
     const start = Number(rows[0]!.at);
     const by = new Map<string, number[]>();
