@@ -98,7 +98,7 @@ for (let r = 0; r < rounds; r++) racks.push(await rackCluster(`rack${r}`, count)
 await timedPush(solo.pop()!); // warm up proto loading, TLS and the admin certificate
 // The cluster push's own first-use costs (its executor module, its request schema) are paid
 // once per process, as the single push's were above: not part of what is compared.
-const spare = await rackCluster('spare', Number(process.env.SPARE ?? 1));
+const spare = await rackCluster('spare', 1);
 await clusterPush(spare.clusterId, spare.machines);
 const singles: number[] = [];
 for (const t of solo) singles.push(await timedPush(t));

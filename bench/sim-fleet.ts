@@ -8,7 +8,7 @@ import type { Harness } from '../test/support/harness.ts';
 type Send = <T>(req: SimRequest) => Promise<T>;
 
 function startChild(): Send & { child: ChildProcess } {
-  const child = fork(fileURLToPath(new URL('./collect-sims.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx', '--expose-gc', ...(process.env.SIM_NODE_FLAGS ? process.env.SIM_NODE_FLAGS.split(' ') : []), ...(process.env.SIM_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SIM_CPU_PROF}`] : [])], stdio: 'inherit' });
+  const child = fork(fileURLToPath(new URL('./collect-sims.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx', '--expose-gc', ...(process.env.SIM_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SIM_CPU_PROF}`] : [])], stdio: 'inherit' });
   let nextId = 0;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   child.on('message', (m: { id: number; result?: unknown; error?: string }) => {
