@@ -8,6 +8,7 @@ import {
   bitStringOfBytes,
   booleanTrue,
   children,
+  contextConstructed,
   contextPrimitive,
   explicit,
   namedBits,
@@ -154,11 +155,11 @@ export function readIssuerFields(certificate: Buffer): IssuerFields {
   const [tbsElement] = children(asTag(readElement(certificate), TAG.SEQUENCE, 'Certificate').content);
   const fields = children(asTag(tbsElement, TAG.SEQUENCE, 'TBSCertificate').content);
   // An absent version (v1) shifts every field one to the left.
-  const at = fields[0]?.tag === 0xa0 ? 1 : 0;
+  const at = fields[0]?.tag === contextConstructed(0) ? 1 : 0;
   const subject = asTag(fields[at + 4], TAG.SEQUENCE, 'subject');
   const spki = asTag(fields[at + 5], TAG.SEQUENCE, 'subjectPublicKeyInfo');
   let subjectKeyId: Buffer | undefined;
-  const extensions = fields.slice(at + 6).find((f) => f.tag === 0xa3);
+  const extensions = fields.slice(at + 6).find((f) => f.tag === contextConstructed(3));
   if (extensions) {
     for (const ext of children(asTag(children(extensions.content)[0], TAG.SEQUENCE, 'extensions').content)) {
       const parts = children(ext.content);

@@ -21,10 +21,16 @@ export const TAG = {
 export const contextConstructed = (n: number): number => 0xa0 | n;
 export const contextPrimitive = (n: number): number => 0x80 | n;
 
+/** A non-negative integer's big-endian bytes, none for 0. */
+function bigEndian(value: number): number[] {
+  const bytes: number[] = [];
+  for (let rest = value; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  return bytes;
+}
+
 function lengthOctets(length: number): Buffer {
   if (length < 0x80) return Buffer.from([length]);
-  const bytes: number[] = [];
-  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  const bytes = bigEndian(length);
   return Buffer.from([0x80 | bytes.length, ...bytes]);
 }
 
@@ -54,9 +60,7 @@ export function unsignedInteger(magnitude: Uint8Array): Buffer {
 
 export function smallInteger(value: number): Buffer {
   if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new RangeError(`integer ${value} out of range`);
-  const bytes: number[] = [];
-  for (let rest = value; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
-  return unsignedInteger(Buffer.from(bytes));
+  return unsignedInteger(Buffer.from(bigEndian(value)));
 }
 
 /** A BIT STRING whose length is a whole number of bytes (keys, signatures). */

@@ -91,9 +91,10 @@ export function dialTls(opts: TalosTlsOptions, port: number): TlsDial {
       reject(failure);
     };
     cancel = fail;
-    const onError = (err: NodeJS.ErrnoException): void => fail(dialFailure(err));
+    // Stays after the handshake too: an error emitted before the session adds its own listener
+    // must find one (fail() ignores it then).
+    socket.once('error', (err: NodeJS.ErrnoException) => fail(dialFailure(err)));
     const onClose = (): void => fail(new CallFailure('connection-lost', GrpcStatus.UNAVAILABLE, 'the node closed the connection during the TLS handshake'));
-    socket.once('error', onError);
     socket.once('close', onClose);
     socket.once('secureConnect', () => {
       if (settled) return;
@@ -102,8 +103,8 @@ export function dialTls(opts: TalosTlsOptions, port: number): TlsDial {
         if (!peer || !certificateMatchesPin(peer, opts.pin)) return fail(new CallFailure('fingerprint-mismatch', GrpcStatus.UNAVAILABLE, FINGERPRINT_MISMATCH));
       }
       settled = true;
-      // From here the session owns the socket's errors and its end; a failure built for a
-      // handshake that already passed would only be thrown away.
+      // From here the session owns the socket's end; a failure built for a handshake that
+      // already passed would only be thrown away.
       socket.removeListener('close', onClose);
       resolve(socket);
     });

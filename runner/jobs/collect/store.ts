@@ -32,7 +32,6 @@ export interface ClusterOutcome {
 
 const excluded = (column: string) => sql.raw(`excluded.${column}`);
 
-
 function clusterStatements(deps: Pick<Deps, 'db'>, o: ClusterOutcome): Statement[] {
   const { db } = deps;
   // One JSON parameter for all the cluster's samples, unpacked by SQLite: building a multi-row
