@@ -52,9 +52,9 @@ describe('job specs', () => {
   it('a lazily bound kind checks params once its spec is loaded, and fails a run whose spec is of another kind', async () => {
     const { tenantId } = await seedCluster(h);
     let executed = 0;
-    const ok = bindLazy('backup', async () => backupJob, async () => ++executed);
+    const ok = bindLazy('backup', async () => backupJob, async () => async () => ++executed);
     // A loader that yields another kind's spec: only a cast gets it past the compiler.
-    const wrong = bindLazy('backup', async () => ({ ...backupJob, kind: 'collect' }) as unknown as JobSpec<'backup', typeof backupJob.params>, async () => ++executed);
+    const wrong = bindLazy('backup', async () => ({ ...backupJob, kind: 'collect' }) as unknown as JobSpec<'backup', typeof backupJob.params>, async () => async () => ++executed);
     const good = await h.deps.jobs.enqueue({ kind: 'backup', tenantId, exclusive: false, params: {} });
     worker = createWorker({ deps: h.deps, executors: Object.fromEntries([ok]), workerId: 'test', leaseMs: 3000, concurrency: 1, pollMs: 20 });
     worker.start();

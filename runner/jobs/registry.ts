@@ -56,21 +56,22 @@ export function bind<S extends z.ZodType<Record<string, unknown>>>(
 }
 
 /**
- * Binds a kind to the spec that a dynamic import yields, loaded with the first run of the kind.
+ * Binds a kind to the spec and the executor that dynamic imports yield: the spec loads with the
+ * first run of the kind, the executor with the first run whose params the spec accepts.
  * The kind is given here because the worker needs it at start; the compiler holds it to the
  * spec's own (JobSpec<K>), and a spec of another kind fails the run rather than run the wrong check.
  */
 export function bindLazy<const K extends string, S extends z.ZodType<Record<string, unknown>>>(
   kind: K,
   loadSpec: () => Promise<JobSpec<NoInfer<K>, S>>,
-  execute: JobExecutor<Deps, z.output<S>>,
+  loadExecutor: () => Promise<JobExecutor<Deps, z.output<S>>>,
 ): [string, Executor<Deps>] {
   let bound: Promise<Executor<Deps>> | undefined;
   const load = () =>
     (bound ??= loadSpec().then(
       (spec) => {
         if (spec.kind !== kind) throw new RunError(`the ${kind} entry of the registry loaded the spec of ${spec.kind}`);
-        return bind(spec, execute)[1];
+        return bind(spec, lazy(kind, loadExecutor))[1];
       },
       (err: unknown) => {
         // The next run of the kind tries the import again.
@@ -100,17 +101,17 @@ export const jobSpecs = {
 export function executors(): AppExecutors {
   const s = jobSpecs;
   return Object.fromEntries([
-    bindLazy('backup', s.backup, lazy('backup', async () => (await import('./backup/executor.ts')).backupExecutor)),
-    bindLazy('provision', s.provision, lazy('provision', async () => (await import('./provision/executor.ts')).provisionExecutor)),
-    bindLazy('collect', s.collect, lazy('collect', async () => (await import('./collect/executor.ts')).collectExecutor)),
-    bindLazy('push-config', s['push-config'], lazy('push-config', async () => (await import('./push-config/executor.ts')).pushConfigExecutor)),
-    bindLazy('bootstrap', s.bootstrap, lazy('bootstrap', async () => (await import('./push-config/bootstrap.ts')).bootstrapExecutor)),
-    bindLazy('push-cluster', s['push-cluster'], lazy('push-cluster', async () => (await import('./push-config/cluster.ts')).pushClusterExecutor)),
-    bindLazy('etcd-snapshot', s['etcd-snapshot'], lazy('etcd-snapshot', async () => (await import('./etcd/snapshot.ts')).etcdSnapshotExecutor)),
-    bindLazy('etcd-restore', s['etcd-restore'], lazy('etcd-restore', async () => (await import('./etcd/snapshot.ts')).etcdRestoreExecutor)),
-    bindLazy('upgrade', s.upgrade, lazy('upgrade', async () => (await import('./upgrade/executor.ts')).upgradeExecutor)),
-    bindLazy('upgrade-kubernetes', s['upgrade-kubernetes'], lazy('upgrade-kubernetes', async () => (await import('./upgrade-kubernetes/executor.ts')).upgradeKubernetesExecutor)),
-    bindLazy('mesh-repush', s['mesh-repush'], lazy('mesh-repush', async () => (await import('./mesh/repush.ts')).meshRepushExecutor)),
+    bindLazy('backup', s.backup, async () => (await import('./backup/executor.ts')).backupExecutor),
+    bindLazy('provision', s.provision, async () => (await import('./provision/executor.ts')).provisionExecutor),
+    bindLazy('collect', s.collect, async () => (await import('./collect/executor.ts')).collectExecutor),
+    bindLazy('push-config', s['push-config'], async () => (await import('./push-config/executor.ts')).pushConfigExecutor),
+    bindLazy('bootstrap', s.bootstrap, async () => (await import('./push-config/bootstrap.ts')).bootstrapExecutor),
+    bindLazy('push-cluster', s['push-cluster'], async () => (await import('./push-config/cluster.ts')).pushClusterExecutor),
+    bindLazy('etcd-snapshot', s['etcd-snapshot'], async () => (await import('./etcd/snapshot.ts')).etcdSnapshotExecutor),
+    bindLazy('etcd-restore', s['etcd-restore'], async () => (await import('./etcd/snapshot.ts')).etcdRestoreExecutor),
+    bindLazy('upgrade', s.upgrade, async () => (await import('./upgrade/executor.ts')).upgradeExecutor),
+    bindLazy('upgrade-kubernetes', s['upgrade-kubernetes'], async () => (await import('./upgrade-kubernetes/executor.ts')).upgradeKubernetesExecutor),
+    bindLazy('mesh-repush', s['mesh-repush'], async () => (await import('./mesh/repush.ts')).meshRepushExecutor),
   ]);
 }
 
