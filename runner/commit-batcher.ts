@@ -14,49 +14,41 @@ export interface RowWrite {
 }
 
 interface Pending {
-  write: { statement: Statement } | { row: RowWrite };
+  row: RowWrite;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
 
 export interface CommitBatcher {
-  /** Resolves once the statement is committed, together with the others of this event-loop turn. */
-  write(statement: Statement): Promise<void>;
   /** Resolves once the row write is committed, merged with the others of this turn that share its key. */
   writeRow(row: RowWrite): Promise<void>;
 }
 
 /**
- * The turn's writes as statements, in order, row writes of one key merged into the first one's
- * place. A row written twice in the turn, or a plain statement in between (it may touch
- * anything), starts a new group, so no write ever moves before one it followed on the same row.
+ * The turn's writes as statements, in order, writes of one key merged into the first one's place.
+ * A row written twice in the turn starts a new group, so no write ever moves before one it
+ * followed on the same row.
  */
 function statementsOf(batch: Pending[]): Statement[] {
   type Group = { build: RowWrite['build']; ids: string[] };
-  const slots: Array<{ statement: Statement } | { group: Group }> = [];
+  const groups: Group[] = [];
   const open = new Map<string, Group>();
   const seen = new Set<string>();
-  for (const { write } of batch) {
-    if ('statement' in write) {
-      slots.push(write);
-      open.clear();
-      continue;
-    }
-    const { table, key, id, build } = write.row;
+  for (const { row: { table, key, id, build } } of batch) {
     const row = `${table}\0${id}`;
     const group = open.get(`${table}\0${key}`);
     if (group && !seen.has(row)) group.ids.push(id);
     else {
       const fresh = { build, ids: [id] };
       open.set(`${table}\0${key}`, fresh);
-      slots.push({ group: fresh });
+      groups.push(fresh);
     }
     seen.add(row);
   }
-  return slots.map((s) => ('group' in s ? s.group.build(s.group.ids) : s.statement));
+  return groups.map((g) => g.build(g.ids));
 }
 
-const alone = (p: Pending): Statement => ('statement' in p.write ? p.write.statement : p.write.row.build([p.write.row.id]));
+const alone = (p: Pending): Statement => p.row.build([p.row.id]);
 
 /**
  * Group commit for writes made by many concurrent tasks of one run (a cluster push's nodes): each
@@ -85,14 +77,11 @@ export function createCommitBatcher(db: Db): CommitBatcher {
     }
   }
 
-  const enqueue = (write: Pending['write']) =>
-    new Promise<void>((resolve, reject) => {
-      if (queue.length === 0) setImmediate(() => void flush());
-      queue.push({ write, resolve, reject });
-    });
-
   return {
-    write: (statement) => enqueue({ statement }),
-    writeRow: (row) => enqueue({ row }),
+    writeRow: (row) =>
+      new Promise<void>((resolve, reject) => {
+        if (queue.length === 0) setImmediate(() => void flush());
+        queue.push({ row, resolve, reject });
+      }),
   };
 }

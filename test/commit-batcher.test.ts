@@ -32,6 +32,9 @@ describe('commit batcher', () => {
     return { db, batches };
   }
 
+  /** A write of its own: a key no other write shares, so it is never merged. */
+  const single = (id: string, statement: ReturnType<RowWrite['build']>): RowWrite => ({ table: 'machines', key: `only ${id}`, id, build: () => statement });
+
   const stateOf = async (id: string) => (await h.deps.db.select().from(machines).where(eq(machines.id, id)).get())?.state;
 
   it('commits the writes of separate tasks in one event-loop turn as one transaction', async () => {
@@ -42,7 +45,7 @@ describe('commit batcher', () => {
       const out: Promise<void>[] = [];
       for (const id of ids) {
         setImmediate(() => {
-          out.push(writes.write(h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, id))));
+          out.push(writes.writeRow(single(id, h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, id)))));
           if (out.length === ids.length) resolve(out);
         });
       }
@@ -51,18 +54,18 @@ describe('commit batcher', () => {
     expect(batches).toEqual([3]);
     for (const id of ids) expect(await stateOf(id)).toBe('configured');
     // A later write is its own transaction.
-    await writes.write(h.deps.db.update(machines).set({ state: 'applied' }).where(eq(machines.id, ids[0]!)));
+    await writes.writeRow(single(ids[0]!, h.deps.db.update(machines).set({ state: 'applied' }).where(eq(machines.id, ids[0]!))));
     expect(batches).toEqual([3, 1]);
   });
 
   it('fails only the bad write when its transaction fails; the others are committed', async () => {
     const writes = createCommitBatcher(counted().db);
-    const good = writes.write(h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, ids[0]!)));
+    const good = writes.writeRow(single(ids[0]!, h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, ids[0]!))));
     // A second machine named cp2 in the cluster breaks the unique index.
-    const bad = writes.write(
-      h.deps.db.insert(machines).values({ id: 'm_dup', clusterId, name: 'cp2', role: 'worker', provider: 'metal', state: 'pending', patches: [], createdAt: 1, updatedAt: 1 }),
+    const bad = writes.writeRow(
+      single('m_dup', h.deps.db.insert(machines).values({ id: 'm_dup', clusterId, name: 'cp2', role: 'worker', provider: 'metal', state: 'pending', patches: [], createdAt: 1, updatedAt: 1 })),
     );
-    const also = writes.write(h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, ids[2]!)));
+    const also = writes.writeRow(single(ids[2]!, h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, ids[2]!))));
     await expect(bad).rejects.toThrow();
     await Promise.all([good, also]);
     expect(await stateOf(ids[0]!)).toBe('configured');
