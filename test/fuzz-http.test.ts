@@ -1,23 +1,13 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { seededRandom } from './support/seeded-random.ts';
 
 // Issue #12: a seeded, bounded fuzz over every route the app serves, as admin, tenant and
 // anonymous. No answer may be a 5xx, and a refused request (4xx) must leave every table as it was.
 const REQUESTS = 3000;
 const SEED = 0x5eed12;
 const DEADLINE_MS = 50_000;
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let h: Harness;
 let ids: { tenantId: string; clusterId: string; machineId: string; runId: string };
@@ -42,7 +32,7 @@ async function digest(): Promise<string> {
 
 describe('HTTP fuzz', () => {
   it(`${REQUESTS} seeded requests over every route: no 5xx, refused requests change nothing`, async () => {
-    const rand = rng(SEED);
+    const rand = seededRandom(SEED);
     const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const routes = h.app.routes.filter((r) => r.method !== 'ALL' && !r.path.includes('*'));
     expect(routes.length).toBeGreaterThan(40);

@@ -4,6 +4,7 @@ import { buildMachineDocuments } from '../lib/talos/config.ts';
 import { stringifyConfigDocument, writtenDirectly, YAML_OPTIONS } from '../lib/talos/config-yaml.ts';
 import { nodeWireguardDocument } from '../lib/mesh/talos-doc.ts';
 import { sharedSecrets } from './support/harness.ts';
+import { seededRandom } from './support/seeded-random.ts';
 
 // Strings that sit on every boundary of `yaml`'s plain/quoted choice, plus ones the direct writer
 // leaves to `yaml` (newlines, quotes, non-ASCII, control characters).
@@ -17,18 +18,6 @@ const STRINGS = [
   'node.kubernetes.io/exclude-from-external-load-balancers', 'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJ', 'abc+/=', 'x'.repeat(1100),
 ];
 const NUMBERS = [0, 1, -1, 7445, 65535, 2 ** 40, -0, 1.5, 1e21, Number.NaN, Number.POSITIVE_INFINITY];
-
-/** A deterministic generator (mulberry32), so a failure names a reproducible case. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function tree(r: () => number, depth: number): unknown {
   const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -52,7 +41,7 @@ function tree(r: () => number, depth: number): unknown {
 
 describe('config YAML writer', () => {
   it('writes the same bytes as yaml for trees around every quoting rule', () => {
-    const r = rng(20261203);
+    const r = seededRandom(20261203);
     let direct = 0;
     for (let i = 0; i < 4000; i++) {
       const doc = { root: tree(r, 5), [STRINGS[i % STRINGS.length]!]: tree(r, 3) };
