@@ -199,3 +199,32 @@ describe('runs API', () => {
     expect((await h.call('GET', '/v1/runs?bogus=1')).status).toBe(400);
   });
 });
+
+describe('worker reaping', () => {
+  it("ends a dead worker's run interrupted once its lease ran out, though it looks only every lease / 10", async () => {
+    const run = await h.deps.jobs.enqueue({ kind: 'ghost-kind', clusterId: 'cl_a', exclusive: true });
+    // Another worker took it and died: its lease is never renewed.
+    expect(await h.deps.jobs.claim({ workerId: 'ghost', leaseMs: 300, kinds: ['ghost-kind'] })).toMatchObject({ id: run.id });
+    const interrupted: string[][] = [];
+    let reaps = 0;
+    const jobs = h.deps.jobs;
+    const reapExpired = jobs.reapExpired.bind(jobs);
+    jobs.reapExpired = () => {
+      reaps++;
+      return reapExpired();
+    };
+    worker = createWorker({
+      deps: h.deps,
+      executors: {},
+      workerId: 'alive',
+      leaseMs: 2_000,
+      concurrency: 1,
+      pollMs: 5,
+      onInterrupted: async (ids) => void interrupted.push(ids),
+    });
+    worker.start();
+    await expect.poll(async () => (await h.deps.jobs.get(run.id))?.state, { timeout: 10_000, interval: 50 }).toBe('interrupted');
+    expect(interrupted).toEqual([[run.id]]);
+    expect(reaps).toBeGreaterThan(0);
+  });
+});
