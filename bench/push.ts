@@ -1,11 +1,12 @@
 /**
  * Whole-cluster pushes (POST /v1/clusters/:id/push-config) of many bare-metal nodes in
  * maintenance mode, through the real HTTP API and a real worker, against sim nodes with added
- * latency on every call: PUSH_ROUNDS (default 3) of them, each on a fresh rack.
+ * latency on every call: PUSH_ROUNDS (default 8) of them, each on a fresh rack.
  *
  * Baseline, same run: each node pushed alone (single-machine route, its own cluster), one after
  * the other, on a twin fleet; the slowest of those is the floor a fully parallel push can reach.
  * Usage: npx tsx bench/push.ts [nodes] [latencyMs]   (POLL_MS: readiness poll interval, default 100)
+ * PUSH_TIMELINE=1 prints when each kind of event was written, for the last cluster push and the slowest single.
  * PUSH_PROFILE=<file> writes a V8 CPU profile of the last cluster push alone; with SIM_PUSH_PROFILE=<dir>
  * too, each sim child writes one of the same window (sims-<pid>-<time>.cpuprofile).
  */
@@ -64,10 +65,29 @@ async function finished(runId: string): Promise<void> {
   if (run.state !== 'succeeded') throw new Error(`run ${runId} ${run.state}: ${run.error}`);
 }
 
-async function timedPush(t: Target): Promise<number> {
+async function timedPush(t: Target): Promise<{ ms: number; runId: string }> {
   const t0 = performance.now();
-  await finished(await start(t));
-  return performance.now() - t0;
+  const runId = await start(t);
+  await finished(runId);
+  return { ms: performance.now() - t0, runId };
+}
+
+/** PUSH_TIMELINE=1: when each event type of a run was written, ms from its first event. */
+async function printTimeline(title: string, runId: string): Promise<void> {
+  const rows = (await h.deps.database.client.execute({ sql: 'select at, type from run_events where run_id = ? order by seq', args: [runId] })).rows;
+  const start = Number(rows[0]!.at);
+  const by = new Map<string, number[]>();
+  for (const row of rows) {
+    const k = String(row.type);
+    const a = by.get(k) ?? [];
+    a.push(Number(row.at) - start);
+    by.set(k, a);
+  }
+  console.log(`timeline of ${title} (ms from its first event)`);
+  for (const [k, a] of by) {
+    a.sort((x, y) => x - y);
+    console.log(' ', k.padEnd(20), 'n', a.length, 'min', a[0], 'p50', a[Math.floor(a.length / 2)], 'max', a[a.length - 1]);
+  }
 }
 
 /** The twin fleet as the machines of one cluster. */
@@ -91,7 +111,7 @@ async function clusterPush(clusterId: string, machines: Array<{ id: string; cert
 
 // Each measured cluster push gets its own rack: a pushed node is configured and cannot be pushed
 // in maintenance mode again. One push is one sample of a noisy VM, so the bench takes several.
-const rounds = Math.max(1, Number(process.env['PUSH_ROUNDS'] ?? 3));
+const rounds = Math.max(1, Number(process.env['PUSH_ROUNDS'] ?? 8));
 const solo = await fleet('solo');
 const racks = [];
 for (let r = 0; r < rounds; r++) racks.push(await rackCluster(`rack${r}`, count));
@@ -100,8 +120,9 @@ await timedPush(solo.pop()!); // warm up proto loading, TLS and the admin certif
 // once per process, as the single push's were above: not part of what is compared.
 const spare = await rackCluster('spare', 1);
 await clusterPush(spare.clusterId, spare.machines);
-const singles: number[] = [];
-for (const t of solo) singles.push(await timedPush(t));
+const singleRuns = [];
+for (const t of solo) singleRuns.push(await timedPush(t));
+const singles = singleRuns.map((s) => s.ms);
 
 interface Round {
   wall: number;
@@ -132,13 +153,11 @@ for (const [r, rack] of racks.entries()) {
   measured.push({ wall, productCpuMs: cpuMs(process.cpuUsage(cpu0)), mainThreadCpuMs: cpuMs(process.threadCpuUsage(main0)), simCpuMs: (await sims<number>({ op: 'cpu' })) - simCpu0 });
   if (profiling && profFile) await profiling.stop(profFile);
   if (profiling && simProfDir) await sims({ op: 'profile', dir: simProfDir });
-  if (last && process.env['PUSH_TIMELINE']) {
-    const rows = (await h.deps.database.client.execute({ sql: 'select at, type, data from run_events where run_id = ? order by seq', args: [runId] })).rows;
-    const start = Number(rows[0]!.at);
-    const by = new Map<string, number[]>();
-    for (const row of rows) { const k = String(row.type); const a = by.get(k) ?? []; a.push(Number(row.at) - start); by.set(k, a); }
-    for (const [k, a] of by) { a.sort((x, y) => x - y); console.log(k.padEnd(20), 'n', a.length, 'min', a[0], 'p50', a[Math.floor(a.length / 2)], 'max', a[a.length - 1]); }
-  }
+  if (last && process.env['PUSH_TIMELINE']) await printTimeline(`cluster push ${r + 1}`, runId);
+}
+if (process.env['PUSH_TIMELINE']) {
+  const slowest = singleRuns.reduce((a, b) => (b.ms > a.ms ? b : a));
+  await printTimeline('the slowest single push', slowest.runId);
 }
 await worker.stop(5_000);
 await sims({ op: 'stop' });

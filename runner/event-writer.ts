@@ -1,9 +1,17 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EmitOptions } from '../lib/jobs/executor.ts';
 
 /** Events per transaction at most, so one burst cannot hold the database's write lock for long. */
 const MAX_BATCH = 500;
 /** How long deferred events gather before they are written together. */
 export const DEFER_WINDOW_MS = 100;
+/**
+ * The least time from the end of one write to the start of the next. A commit blocks the process
+ * for its sync; in a burst of awaited events from many tasks of one run (a cluster push's nodes
+ * reaching their apply a millisecond apart) this lets each commit carry several of them, where
+ * one commit per event-loop turn carried one. A run that writes less often never waits for it.
+ */
+export const COMMIT_GAP_MS = 2;
 
 export interface EventWriter<E> {
   /** Resolves once the event is stored (or refused); rejects when its batch could not be written. */
@@ -23,20 +31,23 @@ interface Pending<E> {
  * embedded database is synchronous), so a busy tofu stream written line by line stalls the very
  * state backend tofu is waiting on. Events queue up while a batch is being written and go
  * together; deferred ones (`{ defer: true }`, for high-volume streams nobody awaits) also wait up
- * to DEFER_WINDOW_MS for company. An event that is not deferred is written at once, together with
- * everything queued before it, so order is kept and an awaited emit is never held back.
+ * to DEFER_WINDOW_MS for company. An event that is not deferred is written at once (at most
+ * COMMIT_GAP_MS after the previous write), together with everything queued before it, so order is
+ * kept and an awaited emit is never held back for long.
  * `write` answers false when the run was closed elsewhere; `onRefused` is told.
  */
 export function createEventWriter<E>(
   write: (events: E[]) => Promise<boolean>,
   onRefused: () => void,
-  opts: { windowMs?: number } = {},
+  opts: { windowMs?: number; gapMs?: number } = {},
 ): EventWriter<E> {
   const windowMs = opts.windowMs ?? DEFER_WINDOW_MS;
+  const gapMs = opts.gapMs ?? COMMIT_GAP_MS;
   let queue: Pending<E>[] = [];
   let urgent = false;
   let draining: Promise<void> | undefined;
   let kick: (() => void) | undefined;
+  let lastWriteEnd = -Infinity;
 
   const window = () =>
     new Promise<void>((resolve) => {
@@ -49,6 +60,13 @@ export function createEventWriter<E>(
       }
     });
 
+  // Timers start from the event loop's cached time, which a busy turn leaves behind: a timer can
+  // fire early by that much, so the wait is checked against the real clock.
+  async function gap(): Promise<void> {
+    let left: number;
+    while ((left = lastWriteEnd + gapMs - performance.now()) > 0) await sleep(left);
+  }
+
   // Clears `draining` itself, synchronously with finding the queue empty: a push that comes after
   // that starts a new drain instead of waiting for one that has already ended.
   async function drain(): Promise<void> {
@@ -60,7 +78,8 @@ export function createEventWriter<E>(
       // An urgent event still waits for the rest of this event-loop turn: when many tasks of one
       // run are busy (a cluster push), the events their I/O callbacks emit together share a commit.
       if (!urgent) await window();
-      else await new Promise<void>((resolve) => setImmediate(resolve));
+      await gap();
+      await new Promise<void>((resolve) => setImmediate(resolve));
       urgent = false;
       const batch = queue.slice(0, MAX_BATCH);
       queue = queue.slice(batch.length);
@@ -70,6 +89,7 @@ export function createEventWriter<E>(
       } catch (err) {
         for (const p of batch) p.reject(err);
       }
+      lastWriteEnd = performance.now();
     }
   }
 

@@ -56,6 +56,24 @@ describe('run event writer', () => {
     expect(r.batches).toEqual([[1, 2, 3]]);
   });
 
+  it('holds an awaited event that follows a write closely until the gap has passed, so later ones of other tasks share its write', async () => {
+    // One task's event right after a write, another task's some milliseconds later (a cluster
+    // push's nodes reaching their apply one after the other); the gap is wide so only a stall of
+    // the whole test could split them.
+    const burst = async (gapMs: number) => {
+      const r = recorder();
+      const w = createEventWriter<E>(r.write, () => undefined, { windowMs: 600_000, gapMs });
+      await w.push({ n: 1 });
+      const b = w.push({ n: 2 });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await Promise.all([b, w.push({ n: 3 })]);
+      return r.batches;
+    };
+    expect(await burst(300)).toEqual([[1], [2, 3]]);
+    // Without a gap each goes in its own write: the gap is what groups them.
+    expect(await burst(0)).toEqual([[1], [2], [3]]);
+  });
+
   it('tells a refusal, and rejects the events of a batch that failed without losing later ones', async () => {
     let refused = 0;
     let fail = true;

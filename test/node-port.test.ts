@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { lookPauseMs, portAccepts, untilPortReturns } from '../runner/jobs/node-port.ts';
+import { lookAtPort, lookPauseMs, untilPortReturns } from '../runner/jobs/node-port.ts';
+import { waitForMtls } from '../runner/jobs/push-config/node-wait.ts';
+import type { ClusterAccess } from '../runner/jobs/cluster-access.ts';
 
 describe('node port checks', () => {
   let server: Server | undefined;
@@ -15,12 +17,12 @@ describe('node port checks', () => {
       server.listen(port, '127.0.0.1', () => resolve((server!.address() as { port: number }).port));
     });
 
-  it('tells an open port from a closed one', async () => {
+  it('tells an open port from a refusing one', async () => {
     const port = await listen();
-    expect(await portAccepts(`127.0.0.1:${port}`, 1_000)).toBe(true);
+    expect(await lookAtPort(`127.0.0.1:${port}`, 1_000)).toBe('open');
     await new Promise<void>((r) => server!.close(() => r()));
     server = undefined;
-    expect(await portAccepts(`127.0.0.1:${port}`, 1_000)).toBe(false);
+    expect(await lookAtPort(`127.0.0.1:${port}`, 1_000)).toBe('refused');
   });
 
   it('returns as soon as a port seen closed reopens, well before the longest wait', async () => {
@@ -32,8 +34,8 @@ describe('node port checks', () => {
     // The longest wait is far beyond the test's timeout: only an early return passes.
     await untilPortReturns(`127.0.0.1:${port}`, 60_000, seen, new AbortController().signal);
     clearTimeout(reopen);
-    expect(seen.down).toBe(true);
-    expect(await portAccepts(`127.0.0.1:${port}`, 1_000)).toBe(true);
+    expect(seen).toMatchObject({ down: true, refusing: false });
+    expect(await lookAtPort(`127.0.0.1:${port}`, 1_000)).toBe('open');
   });
 
   it('does not take a port that never went down for a node that came back', async () => {
@@ -69,5 +71,25 @@ describe('node port checks', () => {
     const c = new AbortController();
     setTimeout(() => c.abort(new Error('stopped')), 50);
     await expect(untilPortReturns(`127.0.0.1:${port}`, 60_000, { down: false }, c.signal)).rejects.toThrow('stopped');
+  });
+
+  it('makes no TLS dial to a node whose port refuses, and names the refusal when the wait ends', async () => {
+    const port = await listen();
+    await new Promise<void>((r) => server!.close(() => r()));
+    server = undefined;
+    let dials = 0;
+    const access = {
+      talosClient: async () => {
+        dials++;
+        throw new Error('dialled');
+      },
+    } as unknown as ClusterAccess;
+    const timings = { callDeadlineMs: 100, readyTimeoutMs: 300, pollMs: 40 };
+    await expect(waitForMtls(access, `127.0.0.1:${port}`, timings, new AbortController().signal, { rebooting: true })).rejects.toThrow(/last: the port refused connections/);
+    expect(dials).toBe(0);
+    // The same wait at a port that accepts connections does probe it.
+    await listen(port);
+    await expect(waitForMtls(access, `127.0.0.1:${port}`, timings, new AbortController().signal, { rebooting: true })).rejects.toThrow(/did not answer over mTLS/);
+    expect(dials).toBeGreaterThan(0);
   });
 });

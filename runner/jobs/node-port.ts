@@ -4,27 +4,38 @@ import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseNodeAddress } from '../../lib/talos/api/address.ts';
 
-/** Resolves true once a TCP connection opens (then closes it), false on refusal, error or timeout. */
-export function portAccepts(address: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+/**
+ * What one look at a port found: a connection opened (then closed at once), the host refused it
+ * (nothing listens there: a rebooting node), or no answer in time (or another error), which says
+ * nothing for sure: the look's timeout may simply have been short.
+ */
+export type PortLook = 'open' | 'refused' | 'no-answer';
+
+export function lookAtPort(address: string, timeoutMs: number, signal?: AbortSignal): Promise<PortLook> {
   const { host, port } = parseNodeAddress(address);
   return new Promise((resolve) => {
     const socket = connect({ host, port, timeout: timeoutMs, ...(signal ? { signal } : {}) });
-    const done = (open: boolean): void => {
+    const done = (look: PortLook): void => {
       socket.destroy();
-      resolve(open);
+      resolve(look);
     };
-    socket.once('connect', () => done(true));
-    socket.once('timeout', () => done(false));
-    socket.once('error', () => done(false));
+    socket.once('connect', () => done('open'));
+    socket.once('timeout', () => done('no-answer'));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED' ? 'refused' : 'no-answer'));
   });
 }
 
 /**
  * What one wait on a rebooting node has learnt, across its calls to untilPortReturns: whether the
- * port was seen refusing, and when the wait began.
+ * port was seen down, whether the last look was refused, and when the wait began.
  */
 export interface PortWatch {
   down: boolean;
+  /**
+   * The last look was refused: nothing listens at the port now, so a full probe (a TLS dial and a
+   * call) can only fail the same way and is not worth making until a look finds it open.
+   */
+  refusing?: boolean;
   since?: number;
 }
 
@@ -50,9 +61,10 @@ export async function untilPortReturns(address: string, maxMs: number, seen: Por
   for (;;) {
     const left = end - performance.now();
     if (left <= 0) return;
-    const open = await portAccepts(address, Math.min(left, 500), signal);
+    const look = await lookAtPort(address, Math.min(left, 500), signal);
     signal.throwIfAborted();
-    if (!open) seen.down = true;
+    seen.refusing = look === 'refused';
+    if (look !== 'open') seen.down = true;
     else if (seen.down) return;
     const rest = end - performance.now();
     if (rest <= 0) return;

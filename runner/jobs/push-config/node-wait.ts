@@ -5,7 +5,9 @@ import type { ClusterAccess } from '../cluster-access.ts';
 import { pause } from './timings.ts';
 import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
-const describe = (err: unknown) => (isTalosApiError(err) ? err.message : 'no answer yet');
+/** What a wait saw last when its last look at the port was refused (no probe was made then). */
+const REFUSED = Symbol('refused');
+const describe = (last: unknown) => (isTalosApiError(last) ? last.message : last === REFUSED ? 'the port refused connections (nothing listens there yet)' : 'no answer yet');
 
 /** One Version call over mTLS on a fresh connection, so a retry never waits on one the rebooting node dropped. */
 async function probe(access: ClusterAccess, address: string, deadlineMs: number, signal: AbortSignal): Promise<VersionResult> {
@@ -37,11 +39,14 @@ export async function waitForMtls(
   if (opts.rebooting) await untilPortReturns(address, Math.min(t.pollMs, t.readyTimeoutMs), seen, signal);
   for (;;) {
     signal.throwIfAborted();
-    try {
-      return await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal);
-    } catch (err) {
-      if (signal.aborted) throw err;
-      last = err;
+    if (seen.refusing) last = REFUSED;
+    else {
+      try {
+        return await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        last = err;
+      }
     }
     if (Date.now() + t.pollMs >= end) {
       throw new RunError(
