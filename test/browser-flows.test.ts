@@ -11,7 +11,7 @@ import { startHost, type Host } from '../runner/host.ts';
 import { provisionExecutor } from '../runner/jobs/provision/executor.ts';
 import { executors as allExecutors, bind, type AppExecutors } from '../runner/jobs/registry.ts';
 import { provisionJob } from '../functions/provision/job.ts';
-import { startSimCluster, type SimCluster } from './support/collect-fleet.ts';
+import { collectPass, startSimCluster, type SimCluster } from './support/collect-fleet.ts';
 import type { Harness } from './support/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -52,6 +52,9 @@ async function api(method: string, path: string, body?: unknown) {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return { status: res.status, body: parsed as any, headers: res.headers };
 }
+
+/** The collect fixtures' view of the runner, over HTTP. */
+const viaHttp = () => ({ deps: host.deps, call: (method: string, path: string, o: { body?: unknown } = {}) => api(method, path, o.body) }) as unknown as Harness;
 
 let tenantId: string;
 let clusterId: string;
@@ -160,9 +163,7 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
   }, 120_000);
 
   it('runs: names instead of ids, who started them, filters, collect runs hidden by default; cards on a phone', async () => {
-    const collect = await api('POST', '/v1/collect', { cluster: clusterId });
-    expect(collect.status).toBe(202);
-    await expect.poll(async () => (await api('GET', `/v1/runs/${collect.body.run.id}`)).body.state, { timeout: 20_000 }).toMatch(/succeeded|failed/);
+    expect((await collectPass(viaHttp(), clusterId)).state).toMatch(/succeeded|failed/);
     const { context, page } = await signedIn(size);
     try {
       await page.goto(`${host.url}/runs`);
@@ -323,23 +324,13 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
 
 describe('machine charts and every page at phone width', () => {
   it('draws CPU, memory, load, disk and etcd charts with axes and units over a chosen window', async () => {
-    sims = await startSimCluster({ deps: host.deps, call: (method: string, path: string, o: { body?: unknown } = {}) => api(method, path, o.body) } as unknown as Harness, {
+    sims = await startSimCluster(viaHttp(), {
       tenant: 'sims',
       cluster: 'edge',
       machines: [{ name: 'cp1', role: 'controlplane' }],
     });
     const simClusterId = sims.clusterId;
-    for (let i = 0; i < 3; i++) {
-      // Collect passes are exclusive: one queued by the scheduler or an earlier test is waited out.
-      let queued = await api('POST', '/v1/collect', { cluster: simClusterId });
-      await expect
-        .poll(async () => {
-          if (queued.status === 409) queued = await api('POST', '/v1/collect', { cluster: simClusterId });
-          return queued.status;
-        }, { timeout: 20_000 })
-        .toBe(202);
-      await expect.poll(async () => (await api('GET', `/v1/runs/${queued.body.run.id}`)).body.state, { timeout: 20_000 }).toBe('succeeded');
-    }
+    for (let i = 0; i < 3; i++) expect((await collectPass(viaHttp(), simClusterId)).state).toBe('succeeded');
     const machineId = sims.machines.cp1!.id;
     for (const size of ['desktop', 'phone'] as const) {
       const { context, page } = await signedIn(size);

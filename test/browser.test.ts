@@ -10,7 +10,7 @@ import { loadConfig } from '../runner/config.ts';
 import { startHost, type Host } from '../runner/host.ts';
 import { startIngressProxy } from './support/ingress-proxy.ts';
 import { executors as allExecutors } from '../runner/jobs/registry.ts';
-import { startSimCluster } from './support/collect-fleet.ts';
+import { collectPass, startSimCluster } from './support/collect-fleet.ts';
 import type { Harness } from './support/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -213,11 +213,7 @@ describe('dashboard in a browser', () => {
       },
     };
     const sims = await startSimCluster(api as Harness, { tenant: 'sims', cluster: 'edge', machines: [{ name: 'cp1', role: 'controlplane' }] });
-    const collect = async () => {
-      const queued = await api.call('POST', '/v1/collect', { body: { cluster: sims.clusterId } });
-      expect(queued.status, JSON.stringify(queued.body)).toBe(202);
-      await expect.poll(async () => (await api.call('GET', `/v1/runs/${queued.body.run.id}`)).body.state, { timeout: 20_000 }).toBe('succeeded');
-    };
+    const collect = async () => expect((await collectPass(api as Harness, sims.clusterId)).state).toBe('succeeded');
     const context = await launch({ viewport: { width: 1280, height: 800 } });
     const page = context.pages()[0] ?? (await context.newPage());
     context.setDefaultTimeout(10_000);

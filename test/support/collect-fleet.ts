@@ -5,7 +5,7 @@ import { expect } from 'vitest';
 import { startKubeSim, type KubeSim, type MetricsMode, type SimNodeSpec } from '../sim/kube/server.ts';
 import { kubeSimCa } from './collect-fleet-ca.ts';
 import { startSimNode, type SimEtcdMember, type SimTalosNode } from '../sim/talos/index.ts';
-import type { Harness } from './harness.ts';
+import { finishedRun, type Harness } from './harness.ts';
 import { eq } from 'drizzle-orm';
 import { clusters } from '../../db/schema/index.ts';
 import { openClusterSecrets } from '../../functions/machine-config/secrets.ts';
@@ -92,4 +92,20 @@ export async function startSimCluster(
       await kube.stop();
     },
   };
+}
+
+/**
+ * Queues a collect pass of one cluster and returns its run once it has ended. Passes are exclusive
+ * and a runner's own schedule may have one going (409 run_active): that one is waited out and the
+ * pass asked for again, so the pass returned started after this call.
+ */
+export async function collectPass(h: Harness, clusterId: string, timeoutMs = 20_000) {
+  let queued = await h.call('POST', '/v1/collect', { body: { cluster: clusterId } });
+  const active = queued.status === 409 ? queued.body.error?.details?.activeRun : undefined;
+  if (active) {
+    await finishedRun(h, active, timeoutMs);
+    queued = await h.call('POST', '/v1/collect', { body: { cluster: clusterId } });
+  }
+  expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+  return finishedRun(h, queued.body.run.id, timeoutMs);
 }
