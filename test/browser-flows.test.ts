@@ -12,7 +12,7 @@ import { provisionExecutor } from '../runner/jobs/provision/executor.ts';
 import { executors as allExecutors, bind, type AppExecutors } from '../runner/jobs/registry.ts';
 import { provisionJob } from '../functions/provision/job.ts';
 import { collectPass, startSimCluster, type SimCluster } from './support/collect-fleet.ts';
-import type { Harness } from './support/harness.ts';
+import { httpApi } from './support/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, 'screenshots');
@@ -36,25 +36,9 @@ const [, heldProvision] = bind(provisionJob, async (ctx, params) => {
   });
 const executors: AppExecutors = { ...allExecutors(), provision: heldProvision };
 
-async function api(method: string, path: string, body?: unknown) {
-  const res = await fetch(host.url + path, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    /* YAML stays text */
-  }
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  return { status: res.status, body: parsed as any, headers: res.headers };
-}
-
-/** The collect fixtures' view of the runner, over HTTP. */
-const viaHttp = () => ({ deps: host.deps, call: (method: string, path: string, o: { body?: unknown } = {}) => api(method, path, o.body) }) as unknown as Harness;
+/** The runner's API over HTTP, as the collect fixtures take it. */
+const http = () => httpApi(host.url, ADMIN, host.deps);
+const api = (method: string, path: string, body?: unknown) => http().call(method, path, body === undefined ? {} : { body });
 
 let tenantId: string;
 let clusterId: string;
@@ -163,7 +147,7 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
   }, 120_000);
 
   it('runs: names instead of ids, who started them, filters, collect runs hidden by default; cards on a phone', async () => {
-    expect((await collectPass(viaHttp(), clusterId)).state).toMatch(/succeeded|failed/);
+    expect((await collectPass(http(), clusterId)).state).toMatch(/succeeded|failed/);
     const { context, page } = await signedIn(size);
     try {
       await page.goto(`${host.url}/runs`);
@@ -324,13 +308,13 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
 
 describe('machine charts and every page at phone width', () => {
   it('draws CPU, memory, load, disk and etcd charts with axes and units over a chosen window', async () => {
-    sims = await startSimCluster(viaHttp(), {
+    sims = await startSimCluster(http(), {
       tenant: 'sims',
       cluster: 'edge',
       machines: [{ name: 'cp1', role: 'controlplane' }],
     });
     const simClusterId = sims.clusterId;
-    for (let i = 0; i < 3; i++) expect((await collectPass(viaHttp(), simClusterId)).state).toBe('succeeded');
+    for (let i = 0; i < 3; i++) expect((await collectPass(http(), simClusterId)).state).toBe('succeeded');
     const machineId = sims.machines.cp1!.id;
     for (const size of ['desktop', 'phone'] as const) {
       const { context, page } = await signedIn(size);

@@ -11,7 +11,7 @@ import { startHost, type Host } from '../runner/host.ts';
 import { startIngressProxy } from './support/ingress-proxy.ts';
 import { executors as allExecutors } from '../runner/jobs/registry.ts';
 import { collectPass, startSimCluster } from './support/collect-fleet.ts';
-import type { Harness } from './support/harness.ts';
+import { httpApi } from './support/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(import.meta.dirname, 'screenshots');
@@ -194,26 +194,9 @@ describe('dashboard in a browser', () => {
 
   it('shows a machine turn unreachable after a collect pass against a stopped node', async () => {
     // The collect fixture drives the API; here it goes over HTTP to the real runner.
-    const api: Pick<Harness, 'deps' | 'call'> = {
-      deps: host.deps,
-      async call(method, path, o = {}) {
-        const res = await fetch(host.url + path, {
-          method,
-          headers: { authorization: `Bearer ${ADMIN}`, ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-          body: o.body === undefined ? undefined : JSON.stringify(o.body),
-        });
-        const text = await res.text();
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          /* YAML and other text stay text */
-        }
-        return { status: res.status, body, headers: res.headers };
-      },
-    };
-    const sims = await startSimCluster(api as Harness, { tenant: 'sims', cluster: 'edge', machines: [{ name: 'cp1', role: 'controlplane' }] });
-    const collect = async () => expect((await collectPass(api as Harness, sims.clusterId)).state).toBe('succeeded');
+    const api = httpApi(host.url, ADMIN, host.deps);
+    const sims = await startSimCluster(api, { tenant: 'sims', cluster: 'edge', machines: [{ name: 'cp1', role: 'controlplane' }] });
+    const collect = async () => expect((await collectPass(api, sims.clusterId)).state).toBe('succeeded');
     const context = await launch({ viewport: { width: 1280, height: 800 } });
     const page = context.pages()[0] ?? (await context.newPage());
     context.setDefaultTimeout(10_000);

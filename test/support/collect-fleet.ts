@@ -5,7 +5,7 @@ import { expect } from 'vitest';
 import { startKubeSim, type KubeSim, type MetricsMode, type SimNodeSpec } from '../sim/kube/server.ts';
 import { kubeSimCa } from './collect-fleet-ca.ts';
 import { startSimNode, type SimEtcdMember, type SimTalosNode } from '../sim/talos/index.ts';
-import { finishedRun, type Harness } from './harness.ts';
+import { finishedRun, type ApiAccess } from './harness.ts';
 import { eq } from 'drizzle-orm';
 import { clusters } from '../../db/schema/index.ts';
 import { openClusterSecrets } from '../../functions/machine-config/secrets.ts';
@@ -28,7 +28,7 @@ export interface SimCluster {
 }
 
 export async function startSimCluster(
-  h: Harness,
+  h: ApiAccess,
   opts: { tenant: string; cluster?: string; machines: MachineSpec[]; metrics?: MetricsMode; tenantId?: string },
 ): Promise<SimCluster> {
   let tenantId = opts.tenantId;
@@ -99,7 +99,8 @@ export async function startSimCluster(
  * and a runner's own schedule may have one going (409 run_active): that one is waited out and the
  * pass asked for again, so the pass returned started after this call.
  */
-export async function collectPass(h: Harness, clusterId: string, timeoutMs = 20_000) {
+export async function collectPass(h: ApiAccess, clusterId: string) {
+  const timeoutMs = 20_000;
   let queued = await h.call('POST', '/v1/collect', { body: { cluster: clusterId } });
   const active = queued.status === 409 ? queued.body.error?.details?.activeRun : undefined;
   if (active) {

@@ -32,6 +32,40 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** What the API fixtures need of a harness: its deps and a way to call the API. */
+export type ApiAccess = Pick<Harness, 'deps' | 'call'>;
+
+/**
+ * A JSON API caller over `send` (the app in process, or fetch to a served runner): the admin
+ * token unless `token` says otherwise, and the body parsed when it is JSON.
+ */
+function apiCaller(send: (path: string, init: RequestInit) => Response | Promise<Response>, adminToken: string): Harness['call'] {
+  return async (method, path, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    const token = o.token === undefined ? adminToken : o.token;
+    if (token) headers.authorization = `Bearer ${token}`;
+    let body: string | undefined;
+    if (o.body !== undefined) {
+      body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await send(path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      /* not JSON: keep the text */
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+}
+
+/** The same access to a runner served over HTTP at `url` (deps: the runner's own). */
+export function httpApi(url: string, adminToken: string, deps: Deps): ApiAccess {
+  return { deps, call: apiCaller((path, init) => fetch(url + path, init), adminToken) };
+}
+
 export function manualClock(start = Date.UTC(2026, 11, 2, 12, 0, 0)): Clock & { advance(ms: number): void; set(ms: number): void } {
   let now = start;
   return { now: () => now, advance: (ms) => void (now += ms), set: (ms) => void (now = ms) };
@@ -75,25 +109,7 @@ export async function createHarness(
     dbFile,
     masterKey,
     adminToken,
-    async call(method, path, o = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      const token = o.token === undefined ? adminToken : o.token;
-      if (token) headers.authorization = `Bearer ${token}`;
-      let body: string | undefined;
-      if (o.body !== undefined) {
-        body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const res = await app.request(path, { method, headers, body });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {
-        /* not JSON: keep the text */
-      }
-      return { status: res.status, body: parsed, headers: res.headers };
-    },
+    call: apiCaller((path, init) => app.request(path, init), adminToken),
     async close() {
       closeCollectAccessCache(deps);
       database.close();
@@ -126,7 +142,7 @@ export async function waitForRun(h: Pick<Harness, 'deps'>, runId: string, states
 }
 
 /** waitForRun, answered as the API shows the ended run (result and error included). */
-export async function finishedRun(h: Harness, runId: string, timeoutMs = 60_000): Promise<Json> {
+export async function finishedRun(h: ApiAccess, runId: string, timeoutMs = 60_000): Promise<Json> {
   await waitForRun(h, runId, ENDED_STATES, timeoutMs);
   return (await h.call('GET', `/v1/runs/${runId}`)).body;
 }
