@@ -19,6 +19,7 @@ import { MODULES_ROOT } from '../runner/jobs/provision/root-module.ts';
 import { createWorker } from '../runner/worker.ts';
 import { createHarness } from '../test/support/harness.ts';
 import { listen } from '../test/support/serve.ts';
+import { median } from './median.ts';
 
 const MACHINES = 20;
 const ROUNDS = Math.max(1, Math.min(50, Number(process.env.REZUS_BENCH_ROUNDS ?? 11) || 11));
@@ -99,11 +100,6 @@ async function viaRezus(): Promise<Pair> {
   return { cold, warm: await provision() };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const ms = (x: number) => `${x.toFixed(0)} ms`;
 
 try {

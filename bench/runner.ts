@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createHarness } from '../test/support/harness.ts';
 import { seedSimulatedFleet, startSimFleet } from './sim-fleet.ts';
+import { median } from './median.ts';
 
 const STARTS = Number(process.argv[2] ?? 5);
 const CLUSTERS = 3;
@@ -89,7 +90,6 @@ async function stop(child: ResultPromise) {
   await child;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 // The fleet is seeded in the runner's own database file before it starts (its secrets are
 // needed to run sims its clients trust), then the harness lets go of the file.

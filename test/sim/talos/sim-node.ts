@@ -239,11 +239,11 @@ export class SimTalosNode {
     if (this.opts.initialConfig !== undefined) {
       const data = Buffer.from(this.opts.initialConfig);
       const cfg = this.requireConfig(data);
-      await this.enterConfigured(cfg);
+      await this.enterConfigured(cfg, await this.configuredTls(cfg));
     } else {
       this.tlsServer = this.makeMaintenanceTls();
+      await this.listen();
     }
-    await this.listen();
   }
 
   // ---- fault controls -------------------------------------------------------------------
@@ -472,14 +472,21 @@ export class SimTalosNode {
     return server;
   }
 
-  /** Reboot: the port closes, then reopens after rebootMs serving `next`. */
-  private reboot(reason: string, next: () => Promise<void>): void {
+  /**
+   * Reboot: the port closes, then reopens after rebootMs with the node configured. The new boot's
+   * TLS server is built while the node is down, as a machine does its boot work in its own
+   * downtime: built after it, a sim process holding many nodes would bring them back one after
+   * another, which separate machines never do.
+   */
+  private reboot(reason: string): void {
     this.reboots.push(reason);
     // Let the reply that triggered the reboot reach the caller first.
     this.timer(10, () => {
       if (this.phase === 'stopped') return;
       this.setPhase('down');
       const downAt = Date.now();
+      const boot = this.prepareBoot();
+      boot.catch(() => {});
       void this.closeListener(true).then(() => {
         // grpc-js's drain timer destroys every session it holds when it fires, new ones included,
         // so the node stays down until it has fired.
@@ -487,9 +494,7 @@ export class SimTalosNode {
         this.timer(Math.max(this.rebootMs, drainLeft), () => {
           if (this.phase === 'stopped') return;
           this.bootTime = Math.max(this.bootTime + 1, Math.floor(Date.now() / 1000));
-          void next()
-            .then(() => this.listen())
-            .catch(() => {});
+          void boot.then(({ cfg, server }) => this.enterConfigured(cfg, server)).catch(() => {});
         });
       });
     });
@@ -508,18 +513,31 @@ export class SimTalosNode {
     return v1alpha1;
   }
 
-  private async enterConfigured(cfg: SimMachineConfig): Promise<void> {
+  /** Runs `cfg` and opens the port; the node counts as configured once it listens. */
+  private async enterConfigured(cfg: SimMachineConfig, server: tls.Server): Promise<void> {
     this.config = cfg;
     if (cfg.hostname) this.hostname = cfg.hostname;
     if (this.pendingVersion) {
       this.version = this.pendingVersion;
       this.pendingVersion = undefined;
     }
-    const { pair, caPem } = await this.apidCert(cfg);
-    // A fresh TLS server per boot: no session state (tickets) outlives a reboot, as on a real node.
-    this.tlsServer = this.makeConfiguredTls(pair, caPem);
+    this.tlsServer = server;
+    await this.listen();
     this.setPhase('configured');
     this.configChanged(cfg);
+  }
+
+  /** A fresh TLS server per boot: no session state (tickets) outlives a reboot, as on a real node. */
+  private async configuredTls(cfg: SimMachineConfig): Promise<tls.Server> {
+    const { pair, caPem } = await this.apidCert(cfg);
+    return this.makeConfiguredTls(pair, caPem);
+  }
+
+  /** The config and TLS server the node comes back with after a reboot. */
+  private async prepareBoot(): Promise<{ cfg: SimMachineConfig; server: tls.Server }> {
+    const cfg = this.config;
+    if (!cfg) throw new Error('no config');
+    return { cfg, server: await this.configuredTls(cfg) };
   }
 
   /** The apid certificate this config gives the node (the hostname it names is the one the node will have). */
@@ -529,11 +547,6 @@ export class SimTalosNode {
     // Talos puts every node address in apid's certificate (overlay ones too); the listening host is this node's.
     const pair = await this.apid.cert(issuer.certPem, issuer.keyPem, cfg.hostname ? cfg.hostname : this.hostname, [...cfg.certSANs, this.host]);
     return { pair, caPem: cfg.caCertPem ?? issuer.certPem };
-  }
-
-  private comeBackConfigured(): Promise<void> {
-    if (!this.config) return Promise.reject(new Error('no config'));
-    return this.enterConfigured(this.config);
   }
 
   // ---- authorization ----------------------------------------------------------------------
@@ -680,7 +693,7 @@ export class SimTalosNode {
       // certificate is the one the node comes back with.
       await this.apidCert(cfg);
       this.config = cfg;
-      this.reboot('apply-configuration', () => this.comeBackConfigured());
+      this.reboot('apply-configuration');
       const chosen = v113 && mode === 'REBOOT' ? 'NO_REBOOT' : mode;
       return { mode: chosen, mode_details: 'Applied configuration, node is installing and rebooting' };
     }
@@ -697,7 +710,7 @@ export class SimTalosNode {
       case 'REBOOT':
         if (atLeast(this.version, 1, 14)) throw new SimRpcError(grpc.status.UNIMPLEMENTED, 'the REBOOT mode is not supported');
         this.config = cfg;
-        this.reboot('apply-configuration', () => this.comeBackConfigured());
+        this.reboot('apply-configuration');
         return { mode, mode_details: 'Applied configuration with a reboot' };
       case 'TRY': {
         const previous = this.config;
@@ -890,12 +903,12 @@ export class SimTalosNode {
     const stage = req['stage'] === true;
     this.upgrades.push({ api: 'legacy', image, stage });
     this.pendingVersion = versionFromImage(image) ?? this.version;
-    if (!stage) this.reboot('upgrade', () => this.comeBackConfigured());
+    if (!stage) this.reboot('upgrade');
     return { ack: 'Upgrade request received', actor_id: randomUUID() };
   }
 
   private rebootCall(): Raw {
-    this.reboot('reboot', () => this.comeBackConfigured());
+    this.reboot('reboot');
     return { actor_id: randomUUID() };
   }
 
