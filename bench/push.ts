@@ -85,10 +85,7 @@ async function printTimeline(title: string, runId: string): Promise<void> {
     by.set(k, a);
   }
   console.log(`timeline of ${title} (ms from its first event)`);
-  for (const [k, a] of by) {
-    a.sort((x, y) => x - y);
-    console.log(' ', k.padEnd(20), 'n', a.length, 'min', a[0], 'p50', a[Math.floor(a.length / 2)], 'max', a[a.length - 1]);
-  }
+  for (const [k, a] of by) console.log(' ', k.padEnd(20), 'n', a.length, 'min', Math.min(...a), 'p50', median(a), 'max', Math.max(...a));
 }
 
 /** The twin fleet as the machines of one cluster. */

@@ -90,7 +90,6 @@ async function stop(child: ResultPromise) {
   await child;
 }
 
-
 // The fleet is seeded in the runner's own database file before it starts (its secrets are
 // needed to run sims its clients trust), then the harness lets go of the file.
 const sims = startSimFleet();
