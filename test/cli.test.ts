@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { startRunner } from './support/runner-process.ts';
+import { httpCaller } from './support/api-caller.ts';
 
 // End to end: the `rezus` command as a user runs it, against the real runner process (real
 // database, worker and terraform on modules/local), with its own HOME and config file.
@@ -54,12 +55,8 @@ function rezus(args: string[], opts: { input?: string; env?: Record<string, stri
 }
 
 async function api(path: string, init: { method?: string; body?: unknown } = {}) {
-  const res = await fetch(runner.url + path, {
-    method: init.method ?? 'GET',
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return res.json() as Promise<Record<string, unknown>>;
+  const call = httpCaller(runner.url, ADMIN);
+  return (await call(init.method ?? 'GET', path, init.body === undefined ? {} : { body: init.body })).body as Record<string, unknown>;
 }
 
 async function machinesOf(clusterName: string) {

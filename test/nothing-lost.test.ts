@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRunner, until } from './support/runner-process.ts';
+import { httpCaller } from './support/api-caller.ts';
 
 const TOKEN = 'nothing-lost-admin-token-0123456789abcdef';
 let dataDir: string | undefined;
@@ -28,16 +29,7 @@ afterEach(async () => {
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-async function api(url: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const res = await fetch(url + path, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
-}
-
+const api = (url: string, method: string, path: string, body?: unknown) => httpCaller(url, TOKEN)(method, path, body === undefined ? {} : { body });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

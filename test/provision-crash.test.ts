@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRunner, until } from './support/runner-process.ts';
+import { httpCaller } from './support/api-caller.ts';
 
 const TOKEN = 'crash-test-admin-token-0123456789';
 // Two runner start-ups (up to 20 s each), three waits of up to UNTIL_MS and a tofu plan: on a
@@ -25,14 +26,7 @@ afterEach(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-async function api(url: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(url + path, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: await res.json() };
-}
+const api = (url: string, method: string, path: string, body?: unknown) => httpCaller(url, TOKEN)(method, path, body === undefined ? {} : { body });
 
 
 describe('runner crash mid-apply', () => {

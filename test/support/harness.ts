@@ -3,10 +3,7 @@ import { closeCollectAccessCache } from '../../runner/jobs/collect/access-cache.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-
-// Response bodies are whatever the API sent; tests assert on their shape.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
+import { apiCaller, httpCaller, type ApiCall, type Json } from './api-caller.ts';
 import { openDatabase, runMigrations } from '../../db/client.ts';
 import { createApp, type AppOptions } from '../../functions/app.ts';
 import { nodeRemoteAddress } from '../../runner/remote-address.ts';
@@ -28,42 +25,16 @@ export interface Harness {
   masterKey: Buffer;
   adminToken: string;
   /** JSON request through the real Hono app (no socket). */
-  call(method: string, path: string, opts?: { body?: unknown; token?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: Json; headers: Headers }>;
+  call: ApiCall;
   close(): Promise<void>;
 }
 
 /** What the API fixtures need of a harness: its deps and a way to call the API. */
 export type ApiAccess = Pick<Harness, 'deps' | 'call'>;
 
-/**
- * A JSON API caller over `send` (the app in process, or fetch to a served runner): the admin
- * token unless `token` says otherwise, and the body parsed when it is JSON.
- */
-function apiCaller(send: (path: string, init: RequestInit) => Response | Promise<Response>, adminToken: string): Harness['call'] {
-  return async (method, path, o = {}) => {
-    const headers: Record<string, string> = { ...o.headers };
-    const token = o.token === undefined ? adminToken : o.token;
-    if (token) headers.authorization = `Bearer ${token}`;
-    let body: string | undefined;
-    if (o.body !== undefined) {
-      body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
-      headers['content-type'] ??= 'application/json';
-    }
-    const res = await send(path, { method, headers, body });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      /* not JSON: keep the text */
-    }
-    return { status: res.status, body: parsed, headers: res.headers };
-  };
-}
-
 /** The same access to a runner served over HTTP at `url` (deps: the runner's own). */
 export function httpApi(url: string, adminToken: string, deps: Deps): ApiAccess {
-  return { deps, call: apiCaller((path, init) => fetch(url + path, init), adminToken) };
+  return { deps, call: httpCaller(url, adminToken) };
 }
 
 export function manualClock(start = Date.UTC(2026, 11, 2, 12, 0, 0)): Clock & { advance(ms: number): void; set(ms: number): void } {
