@@ -38,7 +38,7 @@ const executors: AppExecutors = { ...allExecutors(), provision: heldProvision };
 
 /** The runner's API over HTTP, as the collect fixtures take it. */
 const http = () => httpApi(host.url, ADMIN, host.deps);
-const api = (method: string, path: string, body?: unknown) => http().call(method, path, body === undefined ? {} : { body });
+const api = (method: string, path: string, body?: unknown) => http().call(method, path, { body });
 
 let tenantId: string;
 let clusterId: string;

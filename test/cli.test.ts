@@ -56,7 +56,7 @@ function rezus(args: string[], opts: { input?: string; env?: Record<string, stri
 
 async function api(path: string, init: { method?: string; body?: unknown } = {}) {
   const call = httpCaller(runner.url, ADMIN);
-  return (await call(init.method ?? 'GET', path, init.body === undefined ? {} : { body: init.body })).body as Record<string, unknown>;
+  return (await call(init.method ?? 'GET', path, { body: init.body })).body as Record<string, unknown>;
 }
 
 async function machinesOf(clusterName: string) {

@@ -29,7 +29,7 @@ afterEach(async () => {
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const api = (url: string, method: string, path: string, body?: unknown) => httpCaller(url, TOKEN)(method, path, body === undefined ? {} : { body });
+const api = (url: string, method: string, path: string, body?: unknown) => httpCaller(url, TOKEN)(method, path, { body });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

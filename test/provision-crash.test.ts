@@ -26,7 +26,7 @@ afterEach(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
-const api = (url: string, method: string, path: string, body?: unknown) => httpCaller(url, TOKEN)(method, path, body === undefined ? {} : { body });
+const api = (url: string, method: string, path: string, body?: unknown) => httpCaller(url, TOKEN)(method, path, { body });
 
 
 describe('runner crash mid-apply', () => {
