@@ -1,23 +1,27 @@
 /**
  * The gRPC-over-HTTP/2 edges of lib/talos/api/node-channel.ts that a well-behaved simulator never
  * shows: replies split across DATA frames, trailers-only replies, non-gRPC HTTP answers, replies
- * cut inside a message, oversized and compressed messages, GOAWAY. A raw node:http2 server plays
- * the node; each test says what it answers.
+ * cut inside a message, oversized and compressed messages, GOAWAY; and the key exchange its TLS
+ * offers. A raw node:http2 server plays the node; each test says what it answers.
  */
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NodeChannel } from '../lib/talos/api/node-channel.ts';
 import { CallFailure } from '../lib/talos/api/call-failure.ts';
 import { decodeGrpcMessage, encodeMessage, grpcTimeout, MessageReader } from '../lib/talos/api/grpc-frames.ts';
-import { createTestOsCa, issueCert, type TestKeyPair } from './sim/talos/index.ts';
+import { createTalosSecureContext } from '../lib/talos/api/client.ts';
+import { createTestOsCa, issueCert, issueTestClientCert, type TestCa, type TestKeyPair } from './sim/talos/index.ts';
 
 type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, body: Buffer) => void;
 
+let osCa: TestCa;
 let serving: TestKeyPair;
 beforeAll(async () => {
-  serving = await issueCert(await createTestOsCa(), { subject: 'CN=node', usage: 'server', ips: ['127.0.0.1'] });
+  osCa = await createTestOsCa();
+  serving = await issueCert(osCa, { subject: 'CN=node', usage: 'server', ips: ['127.0.0.1'] });
 });
 
 const open: Array<() => Promise<void>> = [];
@@ -31,9 +35,9 @@ interface RawNode {
   requests: http2.IncomingHttpHeaders[];
 }
 
-async function rawNode(handle: Handler): Promise<RawNode> {
+async function rawNode(handle: Handler, tlsOptions: tls.SecureContextOptions & tls.TlsOptions = {}): Promise<RawNode> {
   const node: RawNode = { port: 0, sessions: 0, requests: [] };
-  const server = http2.createSecureServer({ cert: serving.certPem, key: serving.keyPem, ALPNProtocols: ['h2'] });
+  const server = http2.createSecureServer({ cert: serving.certPem, key: serving.keyPem, ALPNProtocols: ['h2'], ...tlsOptions });
   server.on('session', () => node.sessions++);
   server.on('stream', (stream, headers) => {
     node.requests.push(headers);
@@ -271,5 +275,36 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
     let bytes = 0;
     await c.invoke({ path: '/machine.MachineService/EtcdSnapshot', messages: [Buffer.alloc(0)], deadlineMs: 10_000, onMessage: (m) => (bytes += m.length) });
     expect(bytes).toBe(16 * chunk.length);
+  });
+
+  it('offers the hybrid post-quantum key exchange on both channels: a node that takes only X25519MLKEM768 answers', async () => {
+    const pq = { ecdhCurve: 'X25519MLKEM768' };
+    const answer: Handler = (stream) => {
+      stream.respond(GRPC, { waitForTrailers: true });
+      stream.end(encodeMessage(Buffer.from('ok')));
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    };
+    const maintenance = await rawNode(answer, pq);
+    // The node really refuses a client that offers classical X25519 alone.
+    const classical = await new Promise<string>((resolve) => {
+      const s = tls.connect({ host: '127.0.0.1', port: maintenance.port, ALPNProtocols: ['h2'], rejectUnauthorized: false, ecdhCurve: 'X25519' });
+      s.once('secureConnect', () => resolve('connected'));
+      s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    });
+    expect(classical).toMatch(/HANDSHAKE_FAILURE/);
+    expect(await call(channel(maintenance))).toEqual({ messages: ['ok'] });
+
+    const admin = await issueTestClientCert(osCa);
+    const configured = await rawNode(answer, { ...pq, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true });
+    const ca = Buffer.from(osCa.certPem);
+    const mtls = new NodeChannel({
+      host: '127.0.0.1',
+      port: configured.port,
+      authority: `127.0.0.1:${configured.port}`,
+      maxMessageBytes: 1024,
+      tls: { kind: 'configured', host: '127.0.0.1', ca, cert: Buffer.from(admin.certPem), key: Buffer.from(admin.keyPem), secureContext: createTalosSecureContext(osCa.certPem, admin.certPem, admin.keyPem) },
+    });
+    open.unshift(async () => mtls.close());
+    expect(await call(mtls)).toEqual({ messages: ['ok'] });
   });
 });
