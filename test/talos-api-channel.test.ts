@@ -288,8 +288,14 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
     // The node really refuses a client that offers classical X25519 alone.
     const classical = await new Promise<string>((resolve) => {
       const s = tls.connect({ host: '127.0.0.1', port: maintenance.port, ALPNProtocols: ['h2'], rejectUnauthorized: false, ecdhCurve: 'X25519' });
-      s.once('secureConnect', () => resolve('connected'));
-      s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      s.once('secureConnect', () => {
+        s.destroy();
+        resolve('connected');
+      });
+      s.once('error', (err: NodeJS.ErrnoException) => {
+        s.destroy();
+        resolve(err.code ?? err.message);
+      });
     });
     expect(classical).toMatch(/HANDSHAKE_FAILURE/);
     expect(await call(channel(maintenance))).toEqual({ messages: ['ok'] });
