@@ -13,6 +13,7 @@ import { NodeChannel } from '../lib/talos/api/node-channel.ts';
 import { CallFailure } from '../lib/talos/api/call-failure.ts';
 import { decodeGrpcMessage, encodeMessage, grpcTimeout, MessageReader } from '../lib/talos/api/grpc-frames.ts';
 import { createTalosSecureContext } from '../lib/talos/api/client.ts';
+import type { TalosTlsOptions } from '../lib/talos/api/tls-connector.ts';
 import { createTestOsCa, issueCert, issueTestClientCert, type TestCa, type TestKeyPair } from './sim/talos/index.ts';
 
 type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, body: Buffer) => void;
@@ -88,8 +89,8 @@ async function relay(port: number): Promise<{ port: number; silenceOpen(): void 
   };
 }
 
-function channel(node: { port: number }, maxMessageBytes = 1024): NodeChannel {
-  const c = new NodeChannel({ host: '127.0.0.1', port: node.port, authority: `127.0.0.1:${node.port}`, tls: { kind: 'maintenance', host: '127.0.0.1' }, maxMessageBytes });
+function channel(node: { port: number }, maxMessageBytes = 1024, talosTls: TalosTlsOptions = { kind: 'maintenance', host: '127.0.0.1' }): NodeChannel {
+  const c = new NodeChannel({ host: '127.0.0.1', port: node.port, authority: `127.0.0.1:${node.port}`, tls: talosTls, maxMessageBytes });
   open.unshift(async () => c.close());
   return c;
 }
@@ -302,15 +303,14 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
 
     const admin = await issueTestClientCert(osCa);
     const configured = await rawNode(answer, { ...pq, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true });
-    const ca = Buffer.from(osCa.certPem);
-    const mtls = new NodeChannel({
+    const mtls = channel(configured, 1024, {
+      kind: 'configured',
       host: '127.0.0.1',
-      port: configured.port,
-      authority: `127.0.0.1:${configured.port}`,
-      maxMessageBytes: 1024,
-      tls: { kind: 'configured', host: '127.0.0.1', ca, cert: Buffer.from(admin.certPem), key: Buffer.from(admin.keyPem), secureContext: createTalosSecureContext(osCa.certPem, admin.certPem, admin.keyPem) },
+      ca: Buffer.from(osCa.certPem),
+      cert: Buffer.from(admin.certPem),
+      key: Buffer.from(admin.keyPem),
+      secureContext: createTalosSecureContext(osCa.certPem, admin.certPem, admin.keyPem),
     });
-    open.unshift(async () => mtls.close());
     expect(await call(mtls)).toEqual({ messages: ['ok'] });
   });
 });
