@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRunner, until } from './support/runner-process.ts';
-import { httpCaller } from './support/api-caller.ts';
+import { httpCaller, type Json } from './support/api-caller.ts';
 
 const TOKEN = 'nothing-lost-admin-token-0123456789abcdef';
 let dataDir: string | undefined;
@@ -26,8 +26,6 @@ afterEach(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
   dataDir = undefined;
 });
-
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const api = (url: string, method: string, path: string, body?: unknown) => httpCaller(url, TOKEN)(method, path, { body });
 

@@ -5,11 +5,8 @@ import { upgradeExecutor } from '../runner/jobs/upgrade/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { createHarness, type Harness } from './support/harness.ts';
+import type { Json } from './support/api-caller.ts';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
-
-// Response bodies are whatever the API sent.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
 
 const FROM = 'v1.13.2';
 const TO = 'v1.13.9';

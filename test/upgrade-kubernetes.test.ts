@@ -9,11 +9,8 @@ import { linkKubeToTalos, type KubeTalosLink } from './sim/kube/talos-link.ts';
 import { parseSimConfig } from './sim/talos/sim-config.ts';
 import { alertOf, FormClient } from './support/dashboard-client.ts';
 import { finishedRun, createHarness, type Harness } from './support/harness.ts';
+import type { Json } from './support/api-caller.ts';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
-
-// Response bodies are whatever the API sent.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
 
 const TALOS = 'v1.14.0';
 const FROM = '1.36.3';

@@ -8,11 +8,8 @@ import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { VANILLA_SCHEMATIC } from '../lib/talos/installer.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { finishedRun, createHarness, type Harness } from './support/harness.ts';
+import type { Json } from './support/api-caller.ts';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
-
-// Response bodies are whatever the API sent.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
 
 const FROM = 'v1.13.2';
 const TO = 'v1.13.9';
