@@ -6,15 +6,12 @@ import { Miniflare, convertV4MiniflareOptions } from 'miniflare';
 import { signDelivery } from '../../lib/auth/webhook.ts';
 import { startHranaSim } from '../sim/hrana/server.ts';
 import { startRunner } from './runner-process.ts';
+import { httpCaller, type Json } from './api-caller.ts';
 import { buildWorker } from './wrangler-build.ts';
 
 // Nothing leaves the machine: no wrangler telemetry, no Request.cf download.
 process.env.WRANGLER_SEND_METRICS = 'false';
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
-
-// Response bodies are whatever the API sent; callers assert on their shape.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = Record<string, any>;
 
 export interface EdgeStack {
   /** The product Worker (built by `wrangler deploy --dry-run`) in workerd. */
@@ -74,14 +71,7 @@ export async function startEdgeStack(opts: {
     bundle,
     runnerUrl: runner.url,
     adminToken,
-    async home(method, path, body) {
-      const res = await fetch(new URL(path, runner.url), {
-        method,
-        headers: { authorization: `Bearer ${adminToken}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      return { status: res.status, body: (await res.json()) as Json };
-    },
+    home: (method, path, body) => httpCaller(runner.url, adminToken)(method, path, { body }),
     async close() {
       await mf.dispose();
       runner.child.kill('SIGTERM');
