@@ -1,18 +1,21 @@
 /**
  * The gRPC-over-HTTP/2 edges of lib/talos/api/node-channel.ts that a well-behaved simulator never
  * shows: replies split across DATA frames, trailers-only replies, non-gRPC HTTP answers, replies
- * cut inside a message, oversized and compressed messages, GOAWAY; and the key exchange its TLS
- * offers. A raw node:http2 server plays the node; each test says what it answers.
+ * cut inside a message, oversized and compressed messages, GOAWAY; the key exchange its TLS offers
+ * and the certificate chain its client presents. A raw node:http2 server plays the node; each test
+ * says what it answers.
  */
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
+import { X509Certificate } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NodeChannel } from '../lib/talos/api/node-channel.ts';
 import { CallFailure } from '../lib/talos/api/call-failure.ts';
 import { decodeGrpcMessage, encodeMessage, grpcTimeout, MessageReader } from '../lib/talos/api/grpc-frames.ts';
 import { createTalosSecureContext } from '../lib/talos/api/client.ts';
+import { presentedChain } from '../lib/talos/api/client-chain.ts';
 import type { TalosTlsOptions } from '../lib/talos/api/tls-connector.ts';
 import { createTestOsCa, issueCert, issueTestClientCert, type TestCa, type TestKeyPair } from './sim/talos/index.ts';
 
@@ -312,5 +315,67 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
       secureContext: createTalosSecureContext(osCa.certPem, admin.certPem, admin.keyPem),
     });
     expect(await call(mtls)).toEqual({ messages: ['ok'] });
+  });
+});
+
+/** The certificates a peer sent, leaf first, as fingerprints (a self-signed root ends the walk). */
+function sentChain(socket: tls.TLSSocket): string[] {
+  const out: string[] = [];
+  let cert: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
+  while (cert?.fingerprint256 && !out.includes(cert.fingerprint256)) {
+    out.push(cert.fingerprint256);
+    cert = cert.issuerCertificate;
+  }
+  return out;
+}
+
+describe('the client certificate chain', () => {
+  const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
+
+  it('presents the admin certificate with the CA that issued it and no other certificate of the trust bundle', async () => {
+    const other = await createTestOsCa({ organization: 'other' });
+    const admin = await issueTestClientCert(osCa);
+    const bundle = `${osCa.certPem}\n${other.certPem}`;
+    const chains: string[][] = [];
+    // No trust store on this node: what it knows of the client's chain came over the wire.
+    const node = await rawNode(
+      (stream) => {
+        chains.push(sentChain(stream.session!.socket as tls.TLSSocket));
+        stream.respond(GRPC, { waitForTrailers: true });
+        stream.end(encodeMessage(Buffer.from('ok')));
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      },
+      { requestCert: true, rejectUnauthorized: false },
+    );
+    const mtls = channel(node, 1024, {
+      kind: 'configured',
+      host: '127.0.0.1',
+      ca: Buffer.from(bundle),
+      cert: Buffer.from(admin.certPem),
+      key: Buffer.from(admin.keyPem),
+      secureContext: createTalosSecureContext(bundle, admin.certPem, admin.keyPem),
+    });
+    expect(await call(mtls)).toEqual({ messages: ['ok'] });
+    expect(chains).toEqual([[fingerprint(admin.certPem), fingerprint(osCa.certPem)]]);
+  });
+
+  it('picks the issuer among CAs of the same name', async () => {
+    const sameName = await createTestOsCa();
+    const admin = await issueTestClientCert(osCa);
+    const chain = presentedChain(Buffer.from(admin.certPem), Buffer.from(`${sameName.certPem}\n${osCa.certPem}`)).toString();
+    expect(chain).toContain(osCa.certPem.trim());
+    expect(chain).not.toContain(sameName.certPem.trim());
+  });
+
+  it('leaves a certificate as it is when its issuer is not in the bundle, it already carries a chain, or it does not parse', async () => {
+    const other = await createTestOsCa();
+    const admin = await issueTestClientCert(osCa);
+    const leaf = Buffer.from(admin.certPem);
+    const chained = presentedChain(leaf, Buffer.from(osCa.certPem));
+    expect(chained.toString()).toContain(osCa.certPem.trim());
+    expect(presentedChain(leaf, Buffer.from(other.certPem))).toBe(leaf);
+    expect(presentedChain(chained, Buffer.from(osCa.certPem))).toBe(chained);
+    const garbage = Buffer.from('-----BEGIN CERTIFICATE-----\n@@@\n-----END CERTIFICATE-----\n');
+    expect(presentedChain(garbage, Buffer.from(osCa.certPem))).toBe(garbage);
   });
 });

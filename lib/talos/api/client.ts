@@ -6,6 +6,7 @@ import {
   toDiskStats, toEtcdMembers, toEtcdStatus, toMemInfo, toServices, toSystemStat, toVersion, type Raw,
 } from './convert.ts';
 import { sanitizeDetail, TalosApiError, type TalosApiErrorCode } from './errors.ts';
+import { presentedChain } from './client-chain.ts';
 import { parseFingerprint } from './fingerprint.ts';
 import { GrpcStatus, grpcStatusName } from './grpc-status.ts';
 import { NodeChannel } from './node-channel.ts';
@@ -80,12 +81,13 @@ export class TalosApiClient {
     if (opts.mode === 'maintenance') {
       tls = { kind: 'maintenance', host: addr.host, ...(opts.fingerprint ? { pin: parseFingerprint(opts.fingerprint) } : {}) };
     } else {
+      const ca = pemBuffer(opts.ca);
       tls = {
         kind: 'configured',
         host: addr.host,
         ...(opts.serverName ? { serverName: opts.serverName } : {}),
-        ca: pemBuffer(opts.ca),
-        cert: pemBuffer(opts.cert),
+        ca,
+        cert: opts.secureContext ? pemBuffer(opts.cert) : presentedChain(pemBuffer(opts.cert), ca),
         key: keyBuffer(opts.key),
         ...(opts.secureContext ? { secureContext: opts.secureContext } : {}),
       };
@@ -329,7 +331,8 @@ export class TalosApiClient {
 
 /** One TLS context for an mTLS identity, to share between the clients of a pass. */
 export function createTalosSecureContext(ca: Pem, cert: Pem, key: Pem): SecureContext {
-  return createSecureContext({ ca: pemBuffer(ca), cert: pemBuffer(cert), key: keyBuffer(key), minVersion: 'TLSv1.2' });
+  const trusted = pemBuffer(ca);
+  return createSecureContext({ ca: trusted, cert: presentedChain(pemBuffer(cert), trusted), key: keyBuffer(key), minVersion: 'TLSv1.2' });
 }
 
 export function createTalosClient(opts: TalosClientOptions): TalosApiClient {
