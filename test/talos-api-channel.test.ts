@@ -100,6 +100,25 @@ function channel(node: { port: number }, maxMessageBytes = 1024, talosTls: Talos
 
 const GRPC = { ':status': 200, 'content-type': 'application/grpc' };
 
+/** Answers every call with one message, 'ok', and status OK. */
+const answerOk: Handler = (stream) => {
+  stream.respond(GRPC, { waitForTrailers: true });
+  stream.end(encodeMessage(Buffer.from('ok')));
+  stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+};
+
+/** A channel over mTLS with `admin`'s certificate, trusting the PEM bundle `ca`, through the context the runner builds. */
+function mtlsChannel(node: { port: number }, ca: string, admin: TestKeyPair): NodeChannel {
+  return channel(node, 1024, {
+    kind: 'configured',
+    host: '127.0.0.1',
+    ca: Buffer.from(ca),
+    cert: Buffer.from(admin.certPem),
+    key: Buffer.from(admin.keyPem),
+    secureContext: createTalosSecureContext(ca, admin.certPem, admin.keyPem),
+  });
+}
+
 async function call(c: NodeChannel, deadlineMs = 3000): Promise<{ messages: string[]; error?: CallFailure }> {
   const messages: string[] = [];
   try {
@@ -249,11 +268,7 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
   });
 
   it('drops a connection that went silent (no PING answer) after a deadline, and dials afresh', async () => {
-    const node = await rawNode((stream) => {
-      stream.respond(GRPC, { waitForTrailers: true });
-      stream.end(encodeMessage(Buffer.from('ok')));
-      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    });
+    const node = await rawNode(answerOk);
     const path = await relay(node.port);
     const c = channel(path);
     expect((await call(c)).messages).toEqual(['ok']);
@@ -283,12 +298,7 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
 
   it('offers the hybrid post-quantum key exchange on both channels: a node that takes only X25519MLKEM768 answers', async () => {
     const pq = { ecdhCurve: 'X25519MLKEM768' };
-    const answer: Handler = (stream) => {
-      stream.respond(GRPC, { waitForTrailers: true });
-      stream.end(encodeMessage(Buffer.from('ok')));
-      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    };
-    const maintenance = await rawNode(answer, pq);
+    const maintenance = await rawNode(answerOk, pq);
     // The node really refuses a client that offers classical X25519 alone.
     const classical = await new Promise<string>((resolve) => {
       const s = tls.connect({ host: '127.0.0.1', port: maintenance.port, ALPNProtocols: ['h2'], rejectUnauthorized: false, ecdhCurve: 'X25519' });
@@ -305,16 +315,8 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
     expect(await call(channel(maintenance))).toEqual({ messages: ['ok'] });
 
     const admin = await issueTestClientCert(osCa);
-    const configured = await rawNode(answer, { ...pq, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true });
-    const mtls = channel(configured, 1024, {
-      kind: 'configured',
-      host: '127.0.0.1',
-      ca: Buffer.from(osCa.certPem),
-      cert: Buffer.from(admin.certPem),
-      key: Buffer.from(admin.keyPem),
-      secureContext: createTalosSecureContext(osCa.certPem, admin.certPem, admin.keyPem),
-    });
-    expect(await call(mtls)).toEqual({ messages: ['ok'] });
+    const configured = await rawNode(answerOk, { ...pq, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true });
+    expect(await call(mtlsChannel(configured, osCa.certPem, admin))).toEqual({ messages: ['ok'] });
   });
 });
 
@@ -339,23 +341,13 @@ describe('the client certificate chain', () => {
     const chains: string[][] = [];
     // No trust store on this node: what it knows of the client's chain came over the wire.
     const node = await rawNode(
-      (stream) => {
+      (stream, headers, body) => {
         chains.push(sentChain(stream.session!.socket as tls.TLSSocket));
-        stream.respond(GRPC, { waitForTrailers: true });
-        stream.end(encodeMessage(Buffer.from('ok')));
-        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        answerOk(stream, headers, body);
       },
       { requestCert: true, rejectUnauthorized: false },
     );
-    const mtls = channel(node, 1024, {
-      kind: 'configured',
-      host: '127.0.0.1',
-      ca: Buffer.from(bundle),
-      cert: Buffer.from(admin.certPem),
-      key: Buffer.from(admin.keyPem),
-      secureContext: createTalosSecureContext(bundle, admin.certPem, admin.keyPem),
-    });
-    expect(await call(mtls)).toEqual({ messages: ['ok'] });
+    expect(await call(mtlsChannel(node, bundle, admin))).toEqual({ messages: ['ok'] });
     expect(chains).toEqual([[fingerprint(admin.certPem), fingerprint(osCa.certPem)]]);
   });
 
