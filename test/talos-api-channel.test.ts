@@ -1,9 +1,9 @@
 /**
  * The gRPC-over-HTTP/2 edges of lib/talos/api/node-channel.ts that a well-behaved simulator never
  * shows: replies split across DATA frames, trailers-only replies, non-gRPC HTTP answers, replies
- * cut inside a message, oversized and compressed messages, GOAWAY; the key exchange its TLS offers
- * and the certificate chain its client presents. A raw node:http2 server plays the node; each test
- * says what it answers.
+ * cut inside a message, oversized and compressed messages, GOAWAY; the key exchange its TLS offers,
+ * the certificate chain its client presents and the names it holds the node's certificate to. A
+ * raw node:http2 server plays the node; each test says what it answers.
  */
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
@@ -108,10 +108,11 @@ const answerOk: Handler = (stream) => {
 };
 
 /** A channel over mTLS with `admin`'s certificate, trusting the PEM bundle `ca`, through the context the runner builds. */
-function mtlsChannel(node: { port: number }, ca: string, admin: TestKeyPair): NodeChannel {
+function mtlsChannel(node: { port: number }, ca: string, admin: TestKeyPair, serverName?: string): NodeChannel {
   return channel(node, 1024, {
     kind: 'configured',
     host: '127.0.0.1',
+    ...(serverName ? { serverName } : {}),
     ca: Buffer.from(ca),
     cert: Buffer.from(admin.certPem),
     key: Buffer.from(admin.keyPem),
@@ -369,5 +370,37 @@ describe('the client certificate chain', () => {
     expect(presentedChain(chained, Buffer.from(osCa.certPem))).toBe(chained);
     const garbage = Buffer.from('-----BEGIN CERTIFICATE-----\n@@@\n-----END CERTIFICATE-----\n');
     expect(presentedChain(garbage, Buffer.from(osCa.certPem))).toBe(garbage);
+  });
+});
+
+describe("the node's identity", () => {
+  const mtlsNode = (cert: TestKeyPair) => rawNode(answerOk, { cert: cert.certPem, key: cert.keyPem, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true });
+
+  it('refuses a node whose certificate, from the right CA, is issued to another address, before sending a request', async () => {
+    const admin = await issueTestClientCert(osCa);
+    const elsewhere = await mtlsNode(await issueCert(osCa, { subject: 'CN=node', usage: 'server', ips: ['127.0.0.2'], dnsNames: ['localhost'] }));
+    const { messages, error } = await call(mtlsChannel(elsewhere, osCa.certPem, admin));
+    expect(messages).toEqual([]);
+    expect(error?.code).toBe('tls');
+    expect(error?.message).toMatch(/IP: 127\.0\.0\.1 is not in the cert's list: 127\.0\.0\.2/);
+    expect(elsewhere.requests).toEqual([]);
+    // The same certificate passes when it does name the address dialled.
+    const here = await mtlsNode(await issueCert(osCa, { subject: 'CN=node', usage: 'server', ips: ['127.0.0.2', '127.0.0.1'] }));
+    expect(await call(mtlsChannel(here, osCa.certPem, admin))).toEqual({ messages: ['ok'] });
+  });
+
+  it('checks a server name against the DNS names, and never an IP literal against the subject', async () => {
+    const admin = await issueTestClientCert(osCa);
+    const named = await mtlsNode(await issueCert(osCa, { subject: 'CN=127.0.0.1', usage: 'server', dnsNames: ['cp1.talos.local'] }));
+    expect(await call(mtlsChannel(named, osCa.certPem, admin, 'cp1.talos.local'))).toEqual({ messages: ['ok'] });
+    expect(await call(mtlsChannel(named, osCa.certPem, admin, 'CP1.Talos.Local'))).toEqual({ messages: ['ok'] });
+    const other = await call(mtlsChannel(named, osCa.certPem, admin, 'cp2.talos.local'));
+    expect(other.error?.code).toBe('tls');
+    expect(other.error?.message).toMatch(/cp2\.talos\.local.* is not in the cert's altnames: DNS:cp1\.talos\.local/);
+    // A CN that spells the address is not an IP SAN.
+    const byAddress = await call(mtlsChannel(named, osCa.certPem, admin));
+    expect(byAddress.error?.code).toBe('tls');
+    expect(byAddress.error?.message).toMatch(/IP: 127\.0\.0\.1 is not in the cert's list/);
+    expect(named.requests).toHaveLength(2);
   });
 });
