@@ -104,6 +104,8 @@ export function dialTls(opts: TalosTlsOptions, port: number): TlsDial {
     socket.once('secureConnect', () => {
       if (settled) return;
       if (opts.kind === 'maintenance' && opts.pin) {
+        // On a client socket this takes the leaf out of OpenSSL's peer chain (nodejs/node#65579):
+        // getPeerCertificate() on this socket returns an empty object from here on.
         const peer = socket.getPeerX509Certificate();
         if (!peer || !certificateMatchesPin(peer, opts.pin)) return fail(new CallFailure('fingerprint-mismatch', GrpcStatus.UNAVAILABLE, FINGERPRINT_MISMATCH));
       }
