@@ -120,6 +120,11 @@ function mtlsChannel(node: { port: number }, ca: string, admin: TestKeyPair, ser
   });
 }
 
+/** A node that answers OK over mTLS: it presents `cert` and takes only client certificates from the OS CA. */
+function mtlsNode(cert: TestKeyPair = serving, tlsOptions: tls.SecureContextOptions = {}): Promise<RawNode> {
+  return rawNode(answerOk, { cert: cert.certPem, key: cert.keyPem, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true, ...tlsOptions });
+}
+
 async function call(c: NodeChannel, deadlineMs = 3000): Promise<{ messages: string[]; error?: CallFailure }> {
   const messages: string[] = [];
   try {
@@ -316,7 +321,7 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
     expect(await call(channel(maintenance))).toEqual({ messages: ['ok'] });
 
     const admin = await issueTestClientCert(osCa);
-    const configured = await rawNode(answerOk, { ...pq, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true });
+    const configured = await mtlsNode(serving, pq);
     expect(await call(mtlsChannel(configured, osCa.certPem, admin))).toEqual({ messages: ['ok'] });
   });
 });
@@ -374,8 +379,6 @@ describe('the client certificate chain', () => {
 });
 
 describe("the node's identity", () => {
-  const mtlsNode = (cert: TestKeyPair) => rawNode(answerOk, { cert: cert.certPem, key: cert.keyPem, ca: osCa.certPem, requestCert: true, rejectUnauthorized: true });
-
   it('refuses a node whose certificate, from the right CA, is issued to another address, before sending a request', async () => {
     const admin = await issueTestClientCert(osCa);
     const elsewhere = await mtlsNode(await issueCert(osCa, { subject: 'CN=node', usage: 'server', ips: ['127.0.0.2'], dnsNames: ['localhost'] }));
