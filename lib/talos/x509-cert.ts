@@ -146,16 +146,30 @@ export interface IssuerFields {
   subjectKeyId?: Buffer;
 }
 
-const asTag = (element: Element | undefined, tag: number, what: string): Element => {
-  if (element?.tag !== tag) throw new Error(`CA certificate: ${what} is missing or malformed`);
+const asTag = (element: Element | undefined, tag: number, what: string, of = 'CA certificate'): Element => {
+  if (element?.tag !== tag) throw new Error(`${of}: ${what} is missing or malformed`);
   return element;
 };
 
+/** The TBSCertificate's fields, and the index of its serial number (an absent version, v1, shifts every field one to the left). */
+function tbsFields(certificate: Buffer, of: string): { fields: Element[]; at: number } {
+  const [tbsElement] = children(asTag(readElement(certificate), TAG.SEQUENCE, 'Certificate', of).content);
+  const fields = children(asTag(tbsElement, TAG.SEQUENCE, 'TBSCertificate', of).content);
+  return { fields, at: fields[0]?.tag === contextConstructed(0) ? 1 : 0 };
+}
+
+/**
+ * The subjectPublicKeyInfo exactly as the certificate encodes it: what Talos hashes for a
+ * certificate's fingerprint (Go's RawSubjectPublicKeyInfo), read in place rather than parsed into
+ * a key and encoded again.
+ */
+export function readSubjectPublicKeyInfo(certificate: Buffer): Buffer {
+  const { fields, at } = tbsFields(certificate, 'certificate');
+  return asTag(fields[at + 5], TAG.SEQUENCE, 'subjectPublicKeyInfo', 'certificate').encoded;
+}
+
 export function readIssuerFields(certificate: Buffer): IssuerFields {
-  const [tbsElement] = children(asTag(readElement(certificate), TAG.SEQUENCE, 'Certificate').content);
-  const fields = children(asTag(tbsElement, TAG.SEQUENCE, 'TBSCertificate').content);
-  // An absent version (v1) shifts every field one to the left.
-  const at = fields[0]?.tag === contextConstructed(0) ? 1 : 0;
+  const { fields, at } = tbsFields(certificate, 'CA certificate');
   const subject = asTag(fields[at + 4], TAG.SEQUENCE, 'subject');
   const spki = asTag(fields[at + 5], TAG.SEQUENCE, 'subjectPublicKeyInfo');
   let subjectKeyId: Buffer | undefined;

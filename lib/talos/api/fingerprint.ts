@@ -1,4 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
+import { readSubjectPublicKeyInfo } from '../x509-cert.ts';
 
 export class InvalidFingerprintError extends Error {
   override name = 'InvalidFingerprintError';
@@ -26,10 +27,14 @@ export function parseFingerprint(text: string): CertificatePin {
   throw new InvalidFingerprintError('certificate fingerprint must be a SHA-256 digest: base64 (as Talos prints it) or 64 hex digits');
 }
 
+/**
+ * Over the key info's bytes as the certificate carries them, as Talos hashes them (Go's
+ * RawSubjectPublicKeyInfo): for a well-formed certificate, the digest of the key parsed and
+ * encoded again, without that round trip through OpenSSL at every pinned dial.
+ */
 export function spkiSha256(cert: Uint8Array | X509Certificate): Buffer {
-  const x509 = cert instanceof X509Certificate ? cert : new X509Certificate(cert);
-  const spki = x509.publicKey.export({ type: 'spki', format: 'der' });
-  return createHash('sha256').update(spki).digest();
+  const der = cert instanceof X509Certificate ? cert.raw : Buffer.from(cert.buffer, cert.byteOffset, cert.byteLength);
+  return createHash('sha256').update(readSubjectPublicKeyInfo(der)).digest();
 }
 
 /** The fingerprint Talos shows on the console for this certificate. */
