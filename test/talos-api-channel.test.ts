@@ -301,6 +301,54 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
     await c.invoke({ path: '/machine.MachineService/EtcdSnapshot', messages: [Buffer.alloc(0)], deadlineMs: 10_000, onMessage: (m) => (bytes += m.length) });
     expect(bytes).toBe(16 * chunk.length);
   });
+});
+
+/**
+ * What a dial's ClientHello offers for the key exchange: the groups it supports (extension 10) and
+ * those it sent a key share for (extension 51), as TLS code points. The "node" reads the first TLS
+ * record and hangs up.
+ */
+async function clientHelloGroups(talosTls: TalosTlsOptions): Promise<{ supported: number[]; shares: number[] }> {
+  let hello!: (record: Buffer) => void;
+  const record = new Promise<Buffer>((r) => (hello = r));
+  const server = net.createServer((socket) => {
+    let seen = Buffer.alloc(0);
+    socket.on('error', () => {});
+    socket.on('data', (b: Buffer) => {
+      seen = Buffer.concat([seen, b]);
+      if (seen.length >= 5 && seen.length >= 5 + seen.readUInt16BE(3)) {
+        hello(seen.subarray(5, 5 + seen.readUInt16BE(3)));
+        socket.destroy();
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  open.unshift(() => new Promise<void>((r) => server.close(() => r())));
+  const c = channel(server.address() as AddressInfo, 1024, talosTls);
+  c.invoke({ path: '/machine.MachineService/Version', messages: [Buffer.alloc(0)], deadlineMs: 5_000, onMessage: () => {} }).catch(() => {});
+  const body = await record;
+  expect(body[0]).toBe(1); // ClientHello
+  // handshake header, version, random; then session id, cipher suites and compression methods, each length-prefixed
+  let at = 4 + 2 + 32;
+  at += 1 + body[at]!;
+  at += 2 + body.readUInt16BE(at);
+  at += 1 + body[at]!;
+  const end = at + 2 + body.readUInt16BE(at);
+  const found: { supported: number[]; shares: number[] } = { supported: [], shares: [] };
+  for (at += 2; at < end; ) {
+    const type = body.readUInt16BE(at);
+    const data = body.subarray(at + 4, at + 4 + body.readUInt16BE(at + 2));
+    at += 4 + data.length;
+    if (type === 10) for (let i = 2; i < data.length; i += 2) found.supported.push(data.readUInt16BE(i));
+    if (type === 51) for (let i = 2; i < data.length; i += 4 + data.readUInt16BE(i + 2)) found.shares.push(data.readUInt16BE(i));
+  }
+  return found;
+}
+
+describe('the key exchange', () => {
+  const X25519MLKEM768 = 0x11ec;
+  const X25519 = 0x1d;
+  const P256 = 0x17;
 
   it('offers the hybrid post-quantum key exchange on both channels: a node that takes only X25519MLKEM768 answers', async () => {
     const pq = { ecdhCurve: 'X25519MLKEM768' };
@@ -323,6 +371,29 @@ describe('NodeChannel against a raw HTTP/2 node', () => {
     const admin = await issueTestClientCert(osCa);
     const configured = await mtlsNode(serving, pq);
     expect(await call(mtlsChannel(configured, osCa.certPem, admin))).toEqual({ messages: ['ok'] });
+  });
+
+  it("sends the hybrid's key share first on every channel, so a Talos node needs no second round trip to pick it", async () => {
+    const admin = await issueTestClientCert(osCa);
+    const mtls = { kind: 'configured' as const, host: '127.0.0.1', ca: Buffer.from(osCa.certPem), cert: Buffer.from(admin.certPem), key: Buffer.from(admin.keyPem) };
+    for (const talosTls of [
+      { kind: 'maintenance' as const, host: '127.0.0.1' },
+      { ...mtls, secureContext: createTalosSecureContext(osCa.certPem, admin.certPem, admin.keyPem) },
+      mtls,
+    ]) {
+      const { supported, shares } = await clientHelloGroups(talosTls);
+      expect(shares[0]).toBe(X25519MLKEM768);
+      expect(supported[0]).toBe(X25519MLKEM768);
+      expect(supported).toEqual(expect.arrayContaining([X25519, P256]));
+    }
+  });
+
+  it('still reaches a node without the hybrid, over X25519 or P-256', async () => {
+    const admin = await issueTestClientCert(osCa);
+    for (const ecdhCurve of ['X25519', 'P-256']) {
+      expect(await call(channel(await rawNode(answerOk, { ecdhCurve })))).toEqual({ messages: ['ok'] });
+      expect(await call(mtlsChannel(await mtlsNode(serving, { ecdhCurve }), osCa.certPem, admin))).toEqual({ messages: ['ok'] });
+    }
   });
 });
 

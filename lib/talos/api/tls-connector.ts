@@ -27,6 +27,10 @@ let maintenanceContext: tls.SecureContext | undefined;
  * X25519MLKEM768 first, as Go's TLS (1.24 and later) on a Talos node does. A push carries the
  * cluster's CA keys, so a recorded session must stay closed to a later quantum computer; X25519
  * alone would save about 0.3 ms of CPU per handshake, a few percent of a 50-node cluster push.
+ * Naming the groups would drop the second key share the default sends (X25519, which a node
+ * picking the hybrid never uses: one key generation fewer per dial), but an OpenSSL without
+ * ML-KEM (before 3.5, which some distributions link Node against) refuses such a list outright,
+ * where its default still connects with X25519.
  */
 function sharedMaintenanceContext(): tls.SecureContext {
   maintenanceContext ??= tls.createSecureContext({ minVersion: 'TLSv1.2' });
