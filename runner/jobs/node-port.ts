@@ -53,22 +53,30 @@ export const lookPauseMs = (waitedMs: number): number => Math.min(LOOK_MAX_MS, M
 /**
  * Waits before the next full probe of a rebooting node: at most `maxMs`, but returns as soon as
  * the port accepts connections again after `seen.down` (set here once the port refused). While the
- * node has not gone down yet, this is a plain wait of `maxMs`.
+ * node has not gone down yet, this is a plain wait of `maxMs`. A wait's first call pauses before
+ * its first look: it starts right after the node answered (it took a config, an upgrade), so a look
+ * then finds the port as open as it was, and costs the node an accepted connection for nothing.
  */
 export async function untilPortReturns(address: string, maxMs: number, seen: PortWatch, signal: AbortSignal): Promise<void> {
   const end = performance.now() + maxMs;
+  const starting = seen.since === undefined;
   seen.since ??= performance.now();
-  for (;;) {
-    const left = end - performance.now();
-    if (left <= 0) return;
-    const look = await lookAtPort(address, Math.min(left, 500), signal);
-    signal.throwIfAborted();
-    seen.refusing = look === 'refused';
-    if (look !== 'open') seen.down = true;
-    else if (seen.down) return;
+  for (let look = !starting; ; look = true) {
+    if (look) {
+      const left = end - performance.now();
+      if (left <= 0) return;
+      const found = await lookAtPort(address, Math.min(left, 500), signal);
+      signal.throwIfAborted();
+      seen.refusing = found === 'refused';
+      if (found !== 'open') seen.down = true;
+      else if (seen.down) return;
+    }
     const rest = end - performance.now();
-    if (rest <= 0) return;
+    const pause = Math.min(lookPauseMs(performance.now() - seen.since), rest);
     // Rejects with the run's own reason, as every other wait of a run does.
-    await sleep(Math.min(lookPauseMs(performance.now() - seen.since), rest), undefined, { signal }).catch(() => signal.throwIfAborted());
+    if (pause > 0) await sleep(pause, undefined, { signal }).catch(() => signal.throwIfAborted());
+    else signal.throwIfAborted();
+    // A pause that took the rest of the wait ends it: a look now would have no time to be answered.
+    if (pause >= rest) return;
   }
 }
