@@ -107,17 +107,25 @@ const answerOk: Handler = (stream) => {
   stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
 };
 
-/** A channel over mTLS with `admin`'s certificate, trusting the PEM bundle `ca`, through the context the runner builds. */
-function mtlsChannel(node: { port: number }, ca: string, admin: TestKeyPair, serverName?: string): NodeChannel {
-  return channel(node, 1024, {
+/**
+ * mTLS with `admin`'s certificate, trusting the PEM bundle `ca`, through the context the runner
+ * builds once for a pass; with `shared: false`, without it (the client then builds its own).
+ */
+function mtlsOptions(ca: string, admin: TestKeyPair, opts: { serverName?: string; shared?: boolean } = {}): TalosTlsOptions {
+  return {
     kind: 'configured',
     host: '127.0.0.1',
-    ...(serverName ? { serverName } : {}),
+    ...(opts.serverName ? { serverName: opts.serverName } : {}),
     ca: Buffer.from(ca),
     cert: Buffer.from(admin.certPem),
     key: Buffer.from(admin.keyPem),
-    secureContext: createTalosSecureContext(ca, admin.certPem, admin.keyPem),
-  });
+    ...(opts.shared === false ? {} : { secureContext: createTalosSecureContext(ca, admin.certPem, admin.keyPem) }),
+  };
+}
+
+/** A channel over mTLS as mtlsOptions describes it, with the shared context. */
+function mtlsChannel(node: { port: number }, ca: string, admin: TestKeyPair, serverName?: string): NodeChannel {
+  return channel(node, 1024, mtlsOptions(ca, admin, serverName ? { serverName } : {}));
 }
 
 /** A node that answers OK over mTLS: it presents `cert` and takes only client certificates from the OS CA. */
@@ -375,12 +383,7 @@ describe('the key exchange', () => {
 
   it("sends the hybrid's key share first on every channel, so a Talos node needs no second round trip to pick it", async () => {
     const admin = await issueTestClientCert(osCa);
-    const mtls = { kind: 'configured' as const, host: '127.0.0.1', ca: Buffer.from(osCa.certPem), cert: Buffer.from(admin.certPem), key: Buffer.from(admin.keyPem) };
-    for (const talosTls of [
-      { kind: 'maintenance' as const, host: '127.0.0.1' },
-      { ...mtls, secureContext: createTalosSecureContext(osCa.certPem, admin.certPem, admin.keyPem) },
-      mtls,
-    ]) {
+    for (const talosTls of [{ kind: 'maintenance' as const, host: '127.0.0.1' }, mtlsOptions(osCa.certPem, admin), mtlsOptions(osCa.certPem, admin, { shared: false })]) {
       const { supported, shares } = await clientHelloGroups(talosTls);
       expect(shares[0]).toBe(X25519MLKEM768);
       expect(supported[0]).toBe(X25519MLKEM768);
