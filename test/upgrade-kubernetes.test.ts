@@ -34,7 +34,7 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function setup(machines: MachineSpec[], opts: { restartMs?: number; gateTimeoutMs?: number } = {}): Promise<{ h: Harness; c: UpgradeCluster; link: KubeTalosLink }> {
+async function setup(machines: MachineSpec[], opts: { restartMs?: number; gateTimeoutMs?: number; startWorker?: boolean } = {}): Promise<{ h: Harness; c: UpgradeCluster; link: KubeTalosLink }> {
   h = await createHarness({
     patchDeps: (d: Deps) => {
       d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, gateTimeoutMs: opts.gateTimeoutMs ?? 800, kubeDeadlineMs: 2_000 };
@@ -48,7 +48,7 @@ async function setup(machines: MachineSpec[], opts: { restartMs?: number; gateTi
   // A cancel through the API reaches the worker at once (the run bus), so the lease can be long
   // enough that a loaded machine never loses it mid-test.
   worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeKubernetesJob, upgradeKubernetesExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
-  worker.start();
+  if (opts.startWorker !== false) worker.start();
   return { h, c: cluster, link };
 }
 
@@ -66,6 +66,15 @@ const k8sVersion = async (hh: Harness, c: UpgradeCluster): Promise<string> => (a
 /** The component images of every config `node` was sent, in order. */
 function sentImages(c: UpgradeCluster, node: string): Json[] {
   return c.sim(node).receivedConfigs.map((r) => ({ mode: r.mode, ...parseSimConfig(r.data).v1alpha1!.images }));
+}
+
+/** A run refused before it began: no node was sent a config or asked to pull, the cluster's version is as it was. */
+async function expectUntouched(hh: Harness, c: UpgradeCluster, nodes: string[]): Promise<void> {
+  for (const n of nodes) {
+    expect(c.sim(n).receivedConfigs).toEqual([]);
+    expect(c.sim(n).calls.filter((x) => x.method === 'ImageService/Pull')).toEqual([]);
+  }
+  expect(await k8sVersion(hh, c)).toBe(FROM);
 }
 
 const STEPS_2CP_1W = [
@@ -191,11 +200,48 @@ describe('Kubernetes upgrade', () => {
     const run = await finishedRun(h, await start(h, c));
     expect(run.state).toBe('failed');
     expect(run.error).toBe('refusing to upgrade Kubernetes: w1: Kubernetes 1.37.0 is too new for Talos v1.13.9 (it runs 1.31 to 1.36)');
-    for (const n of ['cp1', 'w1']) {
-      expect(c.sim(n).receivedConfigs).toEqual([]);
-      expect(c.sim(n).calls.filter((x) => x.method === 'ImageService/Pull')).toEqual([]);
-    }
-    expect(await k8sVersion(h, c)).toBe(FROM);
+    await expectUntouched(h, c, ['cp1', 'w1']);
+  });
+});
+
+describe('what the target Kubernetes removes', () => {
+  const WORKLOADS = { group: 'scheduling.k8s.io', version: 'v1alpha2', resource: 'workloads', kind: 'Workload' };
+
+  it('objects of an API the target no longer serves stop the run before anything is pulled; once gone, the upgrade runs', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    c.kube.setResource(WORKLOADS, [{ namespace: 'batch', name: 'train' }, { namespace: 'batch', name: 'eval' }]);
+    const refused = await finishedRun(h, await start(h, c));
+    expect(refused.state).toBe('failed');
+    expect(refused.error).toBe('refusing to upgrade to 1.37.0: Kubernetes 1.37 removes what the cluster still uses: 2 workloads.v1alpha2.scheduling.k8s.io objects');
+    expect(c.kube.requests).toContain('/apis/scheduling.k8s.io/v1alpha2/workloads');
+    await expectUntouched(h, c, ['cp1', 'w1']);
+
+    // Served but empty passes, as does a version the server no longer serves at all (404).
+    c.kube.setResource(WORKLOADS, []);
+    c.kube.setResource({ ...WORKLOADS, resource: 'podgroups', kind: 'PodGroup' }, undefined);
+    const runId = await start(h, c);
+    const run = await finishedRun(h, runId);
+    expect(run.error).toBeNull();
+    expect(run.state).toBe('succeeded');
+    const check = (await events(h, runId)).find((e) => e.type === 'k8s.check');
+    expect(check).toMatchObject({ level: 'info', data: { checked: true } });
+    expect(check.message).toMatch(/^nothing Kubernetes 1\.37\.0 removes is in use: 5 feature gates, 18 flags, 0 admission plugins and 2 APIs checked$/);
+    expect(await k8sVersion(h, c)).toBe(TO);
+  });
+
+  it('a flag the target removed, set in a patch after the run was queued, stops the run before any node moves', async () => {
+    const { h, c } = await setup(fleet(1, 1), { startWorker: false });
+    const runId = await start(h, c);
+    // The route saw clean configs; the run renders again and finds the patch.
+    const patched = await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${c.machineIds.get('w1')}`, {
+      body: { patches: [{ machine: { kubelet: { extraArgs: { 'boot-id-file': '/etc/boot-id' } } } }] },
+    });
+    expect(patched.status).toBe(200);
+    worker!.start();
+    const run = await finishedRun(h, runId);
+    expect(run.state).toBe('failed');
+    expect(run.error).toBe('refusing to upgrade to 1.37.0: Kubernetes 1.37 removes what the cluster still uses: kubelet flag --boot-id-file (machine.kubelet.extraArgs) on w1');
+    await expectUntouched(h, c, ['cp1', 'w1']);
   });
 });
 
@@ -240,6 +286,20 @@ describe('POST /v1/clusters/:id/upgrade-kubernetes validation', () => {
     expect((await h.call('GET', `/v1/runs?cluster=${id}`)).body.runs).toEqual([]);
     expect((await h.call('GET', `/v1/runs?cluster=${old}`)).body.runs).toEqual([]);
     expect((await h.call('GET', `/v1/clusters/${id}`)).body.kubernetesVersion).toBe(FROM);
+
+    // A cluster patch that sets what 1.37 removed: refused up front, naming each use and where it is set.
+    const gated = { cluster: { apiServer: { extraArgs: { 'feature-gates': 'GangScheduling=true' } } }, machine: { kubelet: { extraConfig: { featureGates: { AnyVolumeDataSource: true } } } } };
+    expect((await h.call('PATCH', `/v1/clusters/${id}`, { body: { patches: [gated] } })).status).toBe(200);
+    const removed = await post({ version: TO });
+    expect(removed.status).toBe(409);
+    expect(removed.body.error.code).toBe('removed_in_target');
+    expect(removed.body.error.message).toBe(
+      'Kubernetes 1.37 removes what the cluster still uses: kube-apiserver feature gate GangScheduling (cluster.apiServer.extraArgs) on cp1; ' +
+        "kubelet feature gate AnyVolumeDataSource (machine.kubelet.extraConfig.featureGates) on cp1, w1; take them out of the cluster's or machines' patches first",
+    );
+    expect(removed.body.error.details.uses).toHaveLength(2);
+    expect((await h.call('GET', `/v1/runs?cluster=${id}`)).body.runs).toEqual([]);
+    expect((await h.call('PATCH', `/v1/clusters/${id}`, { body: { patches: [] } })).status).toBe(200);
 
     const ok = await post({ version: `v${TO}` });
     expect(ok.status).toBe(202);

@@ -58,5 +58,10 @@ export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secre
  * that only checks (the run renders again) skips the costliest step, for every machine of a cluster.
  */
 export function checkRenders(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches'): void {
-  rejecting(field, () => buildMachineDocuments(machineConfigInput(cluster, machine, secrets)));
+  renderDocuments(cluster, machine, secrets, field);
+}
+
+/** The config's documents as renderOrReject would write them, for a route that reads fields of them. */
+export function renderDocuments(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches'): ConfigDocument[] {
+  return rejecting(field, () => buildMachineDocuments(machineConfigInput(cluster, machine, secrets)));
 }

@@ -18,7 +18,8 @@ const IMAGE_PATH: Record<K8sComponent, readonly [string, string, string]> = {
   kubelet: ['machine', 'kubelet', 'image'],
 };
 
-function parseDocuments(yaml: string): ConfigDocument[] {
+/** A rendered config's documents. */
+export function parseDocuments(yaml: string): ConfigDocument[] {
   return parseAllDocuments(yaml).map((d) => {
     if (d.errors.length) throw new Error(`rendered config does not parse: ${d.errors[0]!.message}`);
     return d.toJS() as ConfigDocument;

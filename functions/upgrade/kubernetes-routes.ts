@@ -6,10 +6,13 @@ import { requireScope } from '../auth.ts';
 import { ApiError, conflict } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import { kubernetesPathProblem, kubernetesUnsupportedReason } from '../../lib/talos/k8s-compat.ts';
+import { removedInKubernetes, removedRefusal, removedUsesByMachine } from '../../lib/talos/k8s-removed.ts';
 import { kubernetesVersionSchema } from '../../lib/talos/validate.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { machinesWithoutAddress } from '../machine-config/access.ts';
+import { renderDocuments } from '../machine-config/render.ts';
+import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { upgradeKubernetesJob } from './kubernetes-job.ts';
 
@@ -21,7 +24,8 @@ export const upgradeKubernetesBody = z.strictObject({
 /**
  * `POST /v1/clusters/:id/upgrade-kubernetes {version}`: queues a Kubernetes upgrade (cluster-changing,
  * one at a time). Refused up front: a downgrade, a jump of more than one minor, a version the
- * Talos of the cluster or of any of its machines does not run.
+ * Talos of the cluster or of any of its machines does not run, a config that sets a flag or
+ * feature gate the target removed.
  */
 export function upgradeKubernetesRoutes() {
   const app = new Hono<AppEnv>();
@@ -40,6 +44,15 @@ export function upgradeKubernetesRoutes() {
     const talos = [...new Set([cluster.talosVersion, ...rows.map((m) => m.talosVersion).filter((v): v is string => !!v)])].sort();
     const unsupported = talos.map((v) => kubernetesUnsupportedReason(v, target)).filter((r): r is string => r !== undefined);
     if (unsupported.length) throw new ApiError(409, 'unsupported_by_talos', unsupported.join('; '), { talosVersions: talos, to: target });
+    // Flags and feature gates the target no longer knows, in the configs the upgrade would push (the
+    // run checks again, with the objects of removed APIs, which only the cluster can tell).
+    const gone = removedInKubernetes(target);
+    if (gone) {
+      const secrets = openClusterSecrets(c.var.deps, cluster);
+      const atTarget = { ...cluster, kubernetesVersion: target };
+      const uses = removedUsesByMachine(rows.map((m) => ({ name: m.name, role: m.role, documents: renderDocuments(atTarget, m, secrets) })), gone);
+      if (uses.length) throw new ApiError(409, 'removed_in_target', `${removedRefusal(target, uses)}; take them out of the cluster's or machines' patches first`, { uses, to: target });
+    }
     const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, { fromVersion: cluster.kubernetesVersion, kubernetesVersion: target }, c.var.principal.tokenId);
     return accepted(c, run);
   });

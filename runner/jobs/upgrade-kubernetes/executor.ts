@@ -1,5 +1,5 @@
 // A Kubernetes upgrade the way `talosctl upgrade-k8s` does it, with RezusCloud rendering the
-// configs itself: check the path and every node's Talos, pre-pull, then kube-apiserver,
+// configs itself: check the path, every node's Talos and what the target removes, pre-pull, then kube-apiserver,
 // kube-controller-manager and kube-scheduler across the control planes, kube-proxy, and each
 // node's kubelet, every step a no-reboot config apply followed by a wait until Kubernetes shows
 // the component on the new version and ready. The first step that fails stops the run; a new run
@@ -21,6 +21,7 @@ import { K8S_COMPONENTS } from '../../../functions/upgrade/kubernetes-plan.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { upgradeTimings } from '../upgrade/timings.ts';
 import { prePull, pullsFor } from './prepull.ts';
+import { checkRemoved } from './removed.ts';
 import { pendingReason, planSteps, runStep, stepLabel, type Step, type StepContext, type Target } from './steps.ts';
 
 export interface UpgradeKubernetesResult {
@@ -112,6 +113,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
   const ctx: StepContext = { db: deps.db, access, kube, timings, version, hard, emit };
   try {
     await checkTalos(ctx, all);
+    await checkRemoved(ctx, all);
     const steps = planSteps(controlPlanes, workers, K8S_COMPONENTS);
     const pending = new Set<Step>();
     for (const s of steps) {

@@ -1,6 +1,6 @@
 // The Kubernetes reads and the one write a Kubernetes upgrade needs: a control plane's static pod
-// (by its `k8s-app` label and node, as talosctl's checkPodStatus), a node's kubelet version, and
-// the kube-proxy DaemonSet.
+// (by its `k8s-app` label and node, as talosctl's checkPodStatus), a node's kubelet version, the
+// kube-proxy DaemonSet, and how many objects an API the target removes still holds.
 import { httpError } from '../../../lib/kube/errors.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
 
@@ -97,4 +97,10 @@ export async function setKubeProxyImage(w: KubeWriter, image: string, signal: Ab
   const body = { spec: { template: { spec: { containers: [{ name: 'kube-proxy', image }] } } } };
   const r = await w.request('PATCH', PROXY_PATH, { body, contentType: 'application/strategic-merge-patch+json', signal });
   if (r.status < 200 || r.status > 299) throw httpError(`PATCH ${w.server}${PROXY_PATH}`, r.status, r.body);
+}
+
+/** How many objects `path` lists (every namespace); undefined when the server does not serve it (404). */
+export async function countObjects(w: KubeWriter, path: string, signal: AbortSignal): Promise<number | undefined> {
+  const body = (await get(w, path, signal)) as { items?: unknown[] } | undefined;
+  return body ? (body.items ?? []).length : undefined;
 }

@@ -114,6 +114,11 @@ export interface KubeSim {
   setRollout(opts: { ms?: number; stuck?: boolean }): void;
   /** How long an evicted pod takes to terminate and disappear. */
   setEvictionLatency(ms: number): void;
+  /**
+   * Serves `group/version` `resource` (a namespaced kind, `kind` its objects) with these objects;
+   * `undefined` stops serving it (404, as an apiserver that dropped the version).
+   */
+  setResource(api: { group: string; version: string; resource: string; kind: string }, objects: Array<{ namespace: string; name: string }> | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -141,6 +146,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const daemonSets = new Map<string, SimDaemonSet>();
   let rollout = { ms: 0, stuck: false };
   let evictionMs = 0;
+  const resources = new Map<string, { group: string; version: string; kind: string; objects: Array<{ namespace: string; name: string }> }>();
   const podKey = (ns: string, name: string): string => `${ns}/${name}`;
   const sockets = new Set<net.Socket>();
   const timers = new Set<NodeJS.Timeout>();
@@ -397,6 +403,12 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       const n = nodes.get(decodeURIComponent(one[1] ?? ''));
       return n ? { code: 200, body: nodeObject(n) } : { code: 404, body: status(404, 'NotFound', `nodes "${one[1]}" not found`) };
     }
+    const served = resources.get(path);
+    if (served) {
+      const apiVersion = `${served.group}/${served.version}`;
+      const items = served.objects.map((o) => ({ apiVersion, kind: served.kind, metadata: { namespace: o.namespace, name: o.name, uid: `uid-${o.namespace}-${o.name}` } }));
+      return { code: 200, body: { apiVersion, kind: `${served.kind}List`, metadata: { resourceVersion: '1' }, items } };
+    }
     if (path === '/apis/metrics.k8s.io/v1beta1/nodes' && metrics !== false) {
       if (metrics === 'unavailable') return { code: 503, body: 'service unavailable', text: true };
       const items = [...nodes.values()].map((n) => ({
@@ -490,6 +502,11 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     },
     setEvictionLatency: (ms) => {
       evictionMs = ms;
+    },
+    setResource: (api, objects) => {
+      const path = `/apis/${api.group}/${api.version}/${api.resource}`;
+      if (objects) resources.set(path, { group: api.group, version: api.version, kind: api.kind, objects: [...objects] });
+      else resources.delete(path);
     },
     setNode,
     removeNode: (name) => void nodes.delete(name),
