@@ -4,8 +4,10 @@ import type { ConfigDocument } from '../lib/talos/patch.ts';
 import {
   knownRemovalMinors,
   removedInKubernetes,
+  removedByUpgrade,
   removedRefusal,
   removedUsesByMachine,
+  removesNothing,
   removedUsesInConfig,
   resourceListPath,
   type RemovedInMinor,
@@ -38,6 +40,14 @@ describe('what a Kubernetes minor removes', () => {
     expect(removedInKubernetes('1.24.0')).toBeUndefined();
     expect(removedInKubernetes('2.37.0')).toBeUndefined();
     expect(knownRemovalMinors()).toEqual([25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37]);
+  });
+
+  it('an upgrade meets the next minor\'s list, and nothing within a minor', () => {
+    expect(removedByUpgrade('1.36.3', '1.37.0')).toBe(removedInKubernetes('1.37.0'));
+    expect(removesNothing(removedByUpgrade('1.36.3', '1.36.5')!)).toBe(true);
+    expect(removesNothing(removedByUpgrade('1.36.3', '1.37.0')!)).toBe(false);
+    expect(removesNothing(removedInKubernetes('1.29.0')!)).toBe(false);
+    expect(removedByUpgrade('1.37.2', '1.38.0')).toBeUndefined();
   });
 
   it('lists each removed API at the path that lists its objects in every namespace', () => {

@@ -34,13 +34,16 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function setup(machines: MachineSpec[], opts: { restartMs?: number; gateTimeoutMs?: number; startWorker?: boolean } = {}): Promise<{ h: Harness; c: UpgradeCluster; link: KubeTalosLink }> {
+async function setup(
+  machines: MachineSpec[],
+  opts: { restartMs?: number; gateTimeoutMs?: number; startWorker?: boolean; talosVersion?: string; kubernetesVersion?: string } = {},
+): Promise<{ h: Harness; c: UpgradeCluster; link: KubeTalosLink }> {
   h = await createHarness({
     patchDeps: (d: Deps) => {
       d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, gateTimeoutMs: opts.gateTimeoutMs ?? 800, kubeDeadlineMs: 2_000 };
     },
   });
-  cluster = await startUpgradeCluster(h, { talosVersion: TALOS, machines });
+  cluster = await startUpgradeCluster(h, { talosVersion: opts.talosVersion ?? TALOS, machines, ...(opts.kubernetesVersion ? { kubernetesVersion: opts.kubernetesVersion } : {}) });
   link = linkKubeToTalos(cluster.kube, cluster.sims, { restartMs: opts.restartMs ?? 20 });
   // Loading the Kubernetes client stalls the event loop for
   // seconds on a busy machine: load it before the clock of the first gate starts.
@@ -242,6 +245,27 @@ describe('what the target Kubernetes removes', () => {
     expect(run.state).toBe('failed');
     expect(run.error).toBe('refusing to upgrade to 1.37.0: Kubernetes 1.37 removes what the cluster still uses: kubelet flag --boot-id-file (machine.kubelet.extraArgs) on w1');
     await expectUntouched(h, c, ['cp1', 'w1']);
+  });
+});
+
+describe('what the target Kubernetes removes, beyond what is known', () => {
+  it('a patch release is not checked: it removes nothing', async () => {
+    const { h, c } = await setup(fleet(1, 0));
+    const patchRun = await start(h, c, '1.36.5');
+    expect((await finishedRun(h, patchRun)).state).toBe('succeeded');
+    expect((await events(h, patchRun)).filter((e) => e.type === 'k8s.check')).toEqual([]);
+    expect(c.kube.requests.filter((r) => r.startsWith('/apis/scheduling.k8s.io/'))).toEqual([]);
+  });
+
+  it('warns that a minor it has no list for was not checked, and upgrades', async () => {
+    const { h, c } = await setup(fleet(1, 0), { talosVersion: 'v1.15.0', kubernetesVersion: '1.37.2' });
+    const runId = await start(h, c, '1.38.0');
+    const run = await finishedRun(h, runId);
+    expect(run.error).toBeNull();
+    expect(run.state).toBe('succeeded');
+    const check = (await events(h, runId)).filter((e) => e.type === 'k8s.check');
+    expect(check).toMatchObject([{ level: 'warn', message: 'RezusCloud does not know what Kubernetes 1.38.0 removes: its flags, feature gates and APIs were not checked', data: { checked: false } }]);
+    expect(await k8sVersion(h, c)).toBe('1.38.0');
   });
 });
 

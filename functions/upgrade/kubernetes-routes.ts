@@ -6,7 +6,7 @@ import { requireScope } from '../auth.ts';
 import { ApiError, conflict } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import { kubernetesPathProblem, kubernetesUnsupportedReason } from '../../lib/talos/k8s-compat.ts';
-import { removedInKubernetes, removedRefusal, removedUsesByMachine } from '../../lib/talos/k8s-removed.ts';
+import { removedByUpgrade, removedRefusal, removedUsesByMachine, removesNothing } from '../../lib/talos/k8s-removed.ts';
 import { kubernetesVersionSchema } from '../../lib/talos/validate.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
@@ -46,8 +46,8 @@ export function upgradeKubernetesRoutes() {
     if (unsupported.length) throw new ApiError(409, 'unsupported_by_talos', unsupported.join('; '), { talosVersions: talos, to: target });
     // Flags and feature gates the target no longer knows, in the configs the upgrade would push (the
     // run checks again, with the objects of removed APIs, which only the cluster can tell).
-    const gone = removedInKubernetes(target);
-    if (gone) {
+    const gone = removedByUpgrade(cluster.kubernetesVersion, target);
+    if (gone && !removesNothing(gone)) {
       const secrets = openClusterSecrets(c.var.deps, cluster);
       const atTarget = { ...cluster, kubernetesVersion: target };
       const uses = removedUsesByMachine(rows.map((m) => ({ name: m.name, role: m.role, documents: renderDocuments(atTarget, m, secrets) })), gone);

@@ -98,6 +98,21 @@ export function removedInKubernetes(version: string): RemovedInMinor | undefined
   return v?.major === 1 ? REMOVED[v.minor] : undefined;
 }
 
+/**
+ * What an upgrade from `from` to `to` meets: nothing within one minor (a patch release removes
+ * nothing, and what its minor removed already stopped the running components), else the target
+ * minor's list; undefined when this table has no entry for that minor.
+ */
+export function removedByUpgrade(from: string, to: string): RemovedInMinor | undefined {
+  const a = parseVersion(from);
+  const b = parseVersion(to);
+  if (a && b && a.major === b.major && a.minor === b.minor) return none;
+  return removedInKubernetes(to);
+}
+
+export const removesNothing = (r: RemovedInMinor): boolean =>
+  r.featureGates.length === 0 && r.admissionPlugins.length === 0 && r.resources.length === 0 && Object.values(r.flags).every((f) => f.length === 0);
+
 /** The minors this table knows, lowest first (for docs and tests). */
 export const knownRemovalMinors = (): number[] => Object.keys(REMOVED).map(Number).sort((a, b) => a - b);
 

@@ -32,9 +32,13 @@ export function fleet(controlPlanes: number, workers: number, extra: Partial<Mac
   ];
 }
 
-export async function startUpgradeCluster(h: Harness, opts: { talosVersion: string; machines: MachineSpec[]; rebootMs?: number }): Promise<UpgradeCluster> {
+export async function startUpgradeCluster(
+  h: Harness,
+  opts: { talosVersion: string; machines: MachineSpec[]; rebootMs?: number; /** Default 1.36.3. */ kubernetesVersion?: string },
+): Promise<UpgradeCluster> {
   const secrets = await sharedSecrets();
-  const kube = await startKubeSim({ ca: await importTestCa(secrets.certs.k8s.certPem, secrets.certs.k8s.keyPem) });
+  const kubernetesVersion = opts.kubernetesVersion ?? '1.36.3';
+  const kube = await startKubeSim({ ca: await importTestCa(secrets.certs.k8s.certPem, secrets.certs.k8s.keyPem), gitVersion: `v${kubernetesVersion}` });
   const sims = new Map<string, SimTalosNode>();
   const machineIds = new Map<string, string>();
   const stop = async (): Promise<void> => {
@@ -44,7 +48,7 @@ export async function startUpgradeCluster(h: Harness, opts: { talosVersion: stri
   try {
     const t = await h.call('POST', '/v1/tenants', { body: { name: `t${Date.now().toString(36)}` } });
     const cl = await h.call('POST', '/v1/clusters', {
-      body: { tenant: t.body.id, name: 'up', talosVersion: opts.talosVersion, kubernetesVersion: '1.36.3', endpoint: kube.url },
+      body: { tenant: t.body.id, name: 'up', talosVersion: opts.talosVersion, kubernetesVersion, endpoint: kube.url },
     });
     if (cl.status !== 201) throw new Error(`cluster: ${cl.status} ${JSON.stringify(cl.body)}`);
     const clusterId = cl.body.id as string;

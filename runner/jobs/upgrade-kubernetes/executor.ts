@@ -113,7 +113,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
   const ctx: StepContext = { db: deps.db, access, kube, timings, version, hard, emit };
   try {
     await checkTalos(ctx, all);
-    await checkRemoved(ctx, all);
+    await checkRemoved(ctx, from, all);
     const steps = planSteps(controlPlanes, workers, K8S_COMPONENTS);
     const pending = new Set<Step>();
     for (const s of steps) {

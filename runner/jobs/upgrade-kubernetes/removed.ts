@@ -2,13 +2,14 @@
 // or admission plugin the configs it would push still set, or an API the cluster still has objects of.
 import { RunError } from '../../../lib/jobs/executor.ts';
 import { errorMessage } from '../../../lib/errors.ts';
-import { removedInKubernetes, removedRefusal, removedUsesByMachine, resourceListPath } from '../../../lib/talos/k8s-removed.ts';
+import { removedByUpgrade, removedRefusal, removedUsesByMachine, removesNothing, resourceListPath } from '../../../lib/talos/k8s-removed.ts';
 import { parseDocuments } from '../../../functions/upgrade/kubernetes-plan.ts';
 import { countObjects } from './kube.ts';
 import type { StepContext, Target } from './steps.ts';
 
-export async function checkRemoved(ctx: StepContext, targets: Target[]): Promise<void> {
-  const gone = removedInKubernetes(ctx.version);
+export async function checkRemoved(ctx: StepContext, from: string, targets: Target[]): Promise<void> {
+  const gone = removedByUpgrade(from, ctx.version);
+  if (gone && removesNothing(gone)) return;
   if (!gone) {
     await ctx.emit({
       level: 'warn',
