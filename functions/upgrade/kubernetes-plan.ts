@@ -2,6 +2,7 @@
 // image lives in the machine config, and the config a node gets at each step.
 import { parseAllDocuments } from 'yaml';
 import { stringifyDocuments } from '../../lib/talos/config.ts';
+import { isV1Alpha1 } from '../../lib/talos/schema.ts';
 import type { ConfigDocument } from '../../lib/talos/patch.ts';
 
 /** In upgrade order: the static pods, kube-proxy, then the kubelet (as `talosctl upgrade-k8s`). */
@@ -26,10 +27,8 @@ export function parseDocuments(yaml: string): ConfigDocument[] {
   });
 }
 
-const isV1alpha1 = (d: ConfigDocument): boolean => d.kind === undefined && ('machine' in d || 'cluster' in d);
-
 function getImage(docs: ConfigDocument[], component: K8sComponent): string | undefined {
-  const v1 = docs.find(isV1alpha1);
+  const v1 = docs.find(isV1Alpha1);
   const [a, b, c] = IMAGE_PATH[component];
   const section = (v1?.[a] as Record<string, unknown> | undefined)?.[b] as Record<string, unknown> | undefined;
   const image = section?.[c];
@@ -37,7 +36,7 @@ function getImage(docs: ConfigDocument[], component: K8sComponent): string | und
 }
 
 function setImage(docs: ConfigDocument[], component: K8sComponent, image: string | undefined): void {
-  const v1 = docs.find(isV1alpha1);
+  const v1 = docs.find(isV1Alpha1);
   if (!v1) return;
   const [a, b, c] = IMAGE_PATH[component];
   if (image === undefined) {

@@ -7,6 +7,7 @@
 // renders every config an upgrade pushes, so it checks those, and every component's feature gates
 // (a removed gate is unknown to all of them).
 import type { ConfigDocument } from './patch.ts';
+import { isV1Alpha1 } from './schema.ts';
 import { parseVersion } from './versions.ts';
 
 export type KubeComponent = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubelet';
@@ -143,7 +144,7 @@ export interface RemovedUse {
   field: string;
 }
 
-export const describeRemovedUse = (u: RemovedUse): string => `${u.component} ${u.kind} ${u.kind === 'flag' ? `--${u.name}` : u.name} (${u.field})`;
+const describeRemovedUse = (u: RemovedUse): string => `${u.component} ${u.kind} ${u.kind === 'flag' ? `--${u.name}` : u.name} (${u.field})`;
 
 const record = (v: unknown): Record<string, unknown> | undefined => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
 /** An extraArgs value is one string or a list of them, each its own `--flag=value`. */
@@ -152,7 +153,7 @@ const listItems = (values: string[]): string[] => values.flatMap((v) => v.split(
 
 /** Uses in one machine's config documents of anything `gone` lists; empty when there are none. */
 export function removedUsesInConfig(documents: ConfigDocument[], role: 'controlplane' | 'worker', gone: RemovedInMinor): RemovedUse[] {
-  const v1 = documents.find((d) => d.kind === undefined && ('machine' in d || 'cluster' in d));
+  const v1 = documents.find(isV1Alpha1);
   if (!v1) return [];
   const gates = new Set(gone.featureGates);
   const uses: RemovedUse[] = [];
