@@ -22,6 +22,7 @@ import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { upgradeTimings } from '../upgrade/timings.ts';
 import { prePull, pullsFor } from './prepull.ts';
 import { checkRemoved } from './removed.ts';
+import { readKubeState } from './kube.ts';
 import { pendingReason, planSteps, runStep, stepLabel, type Step, type StepContext, type Target } from './steps.ts';
 
 export interface UpgradeKubernetesResult {
@@ -117,12 +118,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
     const steps = planSteps(controlPlanes, workers, K8S_COMPONENTS);
     const pending = new Set<Step>();
     for (const s of steps) {
-      try {
-        if ((await pendingReason(ctx, s)) !== undefined) pending.add(s);
-      } catch (err) {
-        hard.throwIfAborted();
-        throw new RunError(`cannot read the cluster's Kubernetes state: ${errorMessage(err)}`);
-      }
+      if ((await readKubeState(hard, () => pendingReason(ctx, s))) !== undefined) pending.add(s);
     }
     await emit({
       type: 'k8s.plan',

@@ -1,10 +1,22 @@
 // The Kubernetes reads and the one write a Kubernetes upgrade needs: a control plane's static pod
 // (by its `k8s-app` label and node, as talosctl's checkPodStatus), a node's kubelet version, the
 // kube-proxy DaemonSet, and how many objects an API the target removes still holds.
+import { errorMessage } from '../../../lib/errors.ts';
+import { RunError } from '../../../lib/jobs/executor.ts';
 import { httpError } from '../../../lib/kube/errors.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
 
 const NS = 'kube-system';
+
+/** A read the run cannot go on without: a failure ends the run naming it (the run's own reason when it was stopped). */
+export async function readKubeState<T>(hard: AbortSignal, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    hard.throwIfAborted();
+    throw new RunError(`cannot read the cluster's Kubernetes state: ${errorMessage(err)}`);
+  }
+}
 
 export interface PodView {
   name: string;

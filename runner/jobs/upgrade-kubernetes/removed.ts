@@ -1,10 +1,9 @@
 // Before any node moves: refuse an upgrade into a Kubernetes minor that removed a flag, feature gate
 // or admission plugin the configs it would push still set, or an API the cluster still has objects of.
 import { RunError } from '../../../lib/jobs/executor.ts';
-import { errorMessage } from '../../../lib/errors.ts';
 import { removedByUpgrade, removedRefusal, removedUsesByMachine, removesNothing, resourceListPath } from '../../../lib/talos/k8s-removed.ts';
 import { parseDocuments } from '../../../functions/upgrade/kubernetes-plan.ts';
-import { countObjects } from './kube.ts';
+import { countObjects, readKubeState } from './kube.ts';
 import type { StepContext, Target } from './steps.ts';
 
 export async function checkRemoved(ctx: StepContext, from: string, targets: Target[]): Promise<void> {
@@ -21,13 +20,7 @@ export async function checkRemoved(ctx: StepContext, from: string, targets: Targ
   }
   const problems = removedUsesByMachine(targets.map((t) => ({ name: t.name, role: t.role, documents: parseDocuments(t.newConfig) })), gone);
   for (const resource of gone.resources) {
-    let count: number | undefined;
-    try {
-      count = await countObjects(ctx.kube, resourceListPath(resource), ctx.hard);
-    } catch (err) {
-      ctx.hard.throwIfAborted();
-      throw new RunError(`cannot read the cluster's Kubernetes state: ${errorMessage(err)}`);
-    }
+    const count = await readKubeState(ctx.hard, () => countObjects(ctx.kube, resourceListPath(resource), ctx.hard));
     if (count) problems.push(`${count} ${resource} object${count === 1 ? '' : 's'}`);
   }
   if (problems.length) throw new RunError(`refusing to upgrade to ${ctx.version}: ${removedRefusal(ctx.version, problems)}`, { problems });
