@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { configImage, stepConfig } from '../functions/upgrade/kubernetes-plan.ts';
+import { componentsAfterStep, configImage, stepConfig } from '../functions/upgrade/kubernetes-plan.ts';
+import { renderOrReject } from '../functions/machine-config/render.ts';
 import { renderMachineConfig } from '../lib/talos/config.ts';
 import { kubernetesPathProblem, kubernetesRangeOf, kubernetesUnsupportedReason } from '../lib/talos/k8s-compat.ts';
 import { sharedSecrets } from './support/harness.ts';
@@ -58,5 +59,38 @@ describe('step configs', () => {
     expect(wStep).not.toMatch(/apiServer|proxy|scheduler/);
     expect(configImage(wStep, 'kubelet')).toBe('ghcr.io/siderolabs/kubelet:v1.36.3');
     expect(stepConfig(wOld, wNew, 'kubelet')).toBe(wNew);
+  });
+});
+
+describe('a config that carries components at another version (an upgrade that stopped part-way)', () => {
+  it('each step adds the components up to it at the new version, and keeps what an earlier run moved', () => {
+    expect(componentsAfterStep(null, 'kube-apiserver', '1.37.0')).toEqual({ 'kube-apiserver': '1.37.0' });
+    expect(componentsAfterStep({ 'kube-apiserver': '1.37.0' }, 'kube-scheduler', '1.37.1')).toEqual({ 'kube-apiserver': '1.37.1', 'kube-controller-manager': '1.37.1', 'kube-scheduler': '1.37.1' });
+    // A kubelet step applies the whole new render: every component is on the new version.
+    expect(Object.keys(componentsAfterStep({ 'kube-apiserver': '1.37.0' }, 'kubelet', '1.37.0'))).toEqual(['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'kubelet']);
+  });
+
+  it("renders those components at their version and the rest at the cluster's, as the step config that put them there", async () => {
+    const secrets = await sharedSecrets();
+    const cluster = { name: 'c', endpoint: 'https://10.0.0.1:6443', talosVersion: 'v1.14.0', kubernetesVersion: '1.36.3', settings: { patches: [{ cluster: { scheduler: { image: 'mirror.example/kube-scheduler:v1.36.3' } } }] } };
+    const cp = { name: 'cp1', role: 'controlplane' as const, installDisk: '/dev/sda', patches: [], address: null };
+    const plain = renderOrReject(cluster, cp, secrets);
+    expect(renderOrReject(cluster, { ...cp, kubernetesComponents: null }, secrets)).toBe(plain);
+    // An entry at the cluster's own version, or a name that is no component, changes nothing.
+    expect(renderOrReject(cluster, { ...cp, kubernetesComponents: { 'kube-apiserver': '1.36.3', etcd: '3.6.0' } }, secrets)).toBe(plain);
+
+    const held = renderOrReject(cluster, { ...cp, kubernetesComponents: { 'kube-apiserver': '1.37.0', 'kube-controller-manager': '1.37.0' } }, secrets);
+    expect(configImage(held, 'kube-apiserver')).toBe('registry.k8s.io/kube-apiserver:v1.37.0');
+    expect(configImage(held, 'kube-controller-manager')).toBe('registry.k8s.io/kube-controller-manager:v1.37.0');
+    expect(configImage(held, 'kube-scheduler')).toBe('mirror.example/kube-scheduler:v1.36.3');
+    expect(configImage(held, 'kubelet')).toBe('ghcr.io/siderolabs/kubelet:v1.36.3');
+    const atTarget = renderOrReject({ ...cluster, kubernetesVersion: '1.37.0' }, cp, secrets);
+    expect(held).toBe(stepConfig(plain, atTarget, 'kube-controller-manager'));
+
+    // A worker's config gets no control-plane sections from the entries it shares with the control planes.
+    const w = { ...cp, name: 'w1', role: 'worker' as const };
+    const wHeld = renderOrReject(cluster, { ...w, kubernetesComponents: componentsAfterStep(null, 'kubelet', '1.37.0') }, secrets);
+    expect(wHeld).not.toMatch(/apiServer|controllerManager/);
+    expect(configImage(wHeld, 'kubelet')).toBe('ghcr.io/siderolabs/kubelet:v1.37.0');
   });
 });

@@ -2,6 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/context.ts';
 import { upgradeKubernetesJob } from '../functions/upgrade/kubernetes-job.ts';
 import { upgradeKubernetesExecutor } from '../runner/jobs/upgrade-kubernetes/executor.ts';
+import { pushConfigJob } from '../functions/push-config/job.ts';
+import { pushConfigExecutor } from '../runner/jobs/push-config/executor.ts';
+import { machines } from '../db/schema/index.ts';
+import { eq } from 'drizzle-orm';
 import { bind } from '../runner/jobs/registry.ts';
 import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
@@ -50,7 +54,7 @@ async function setup(
   await loadKubernetesClient();
   // A cancel through the API reaches the worker at once (the run bus), so the lease can be long
   // enough that a loaded machine never loses it mid-test.
-  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeKubernetesJob, upgradeKubernetesExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
+  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeKubernetesJob, upgradeKubernetesExecutor), bind(pushConfigJob, pushConfigExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
   if (opts.startWorker !== false) worker.start();
   return { h, c: cluster, link };
 }
@@ -78,6 +82,21 @@ async function expectUntouched(hh: Harness, c: UpgradeCluster, nodes: string[]):
     expect(c.sim(n).calls.filter((x) => x.method === 'ImageService/Pull')).toEqual([]);
   }
   expect(await k8sVersion(hh, c)).toBe(FROM);
+}
+
+/** Each machine's kubernetesComponents, by name. */
+async function heldComponents(hh: Harness, c: UpgradeCluster): Promise<Record<string, Json>> {
+  const list = (await hh.call('GET', `/v1/clusters/${c.clusterId}/machines`)).body.machines as Json[];
+  return Object.fromEntries(list.map((m) => [m.name, m.kubernetesComponents]));
+}
+
+/** A push of one machine over mTLS: the test cluster's nodes run their configs, so they count as configured. */
+async function pushConfigured(hh: Harness, c: UpgradeCluster, node: string): Promise<Json> {
+  const id = c.machineIds.get(node)!;
+  await hh.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, id));
+  const res = await hh.call('POST', `/v1/clusters/${c.clusterId}/machines/${id}/push-config`, { body: {} });
+  expect(res.status).toBe(202);
+  return finishedRun(hh, res.body.run.id);
 }
 
 const STEPS_2CP_1W = [
@@ -148,16 +167,57 @@ describe('Kubernetes upgrade', () => {
     expect(c.sim('w1').receivedConfigs).toHaveLength(0);
     expect(c.kube.daemonSet('kube-system', 'kube-proxy')?.image).toBe(img('kube-proxy', FROM));
 
+    // What moved is on record, and a push in between (a patch changed, say) keeps it where it is
+    // instead of rendering the cluster's recorded version for the whole node.
+    const moved = { 'kube-apiserver': TO, 'kube-controller-manager': TO };
+    expect(await heldComponents(h, c)).toEqual({ cp1: moved, cp2: moved, w1: null });
+    const pushed = await pushConfigured(h, c, 'cp1');
+    expect(pushed.state).toBe('succeeded');
+    expect(sentImages(c, 'cp1').at(-1)).toEqual({
+      mode: 'AUTO',
+      apiServer: img('kube-apiserver', TO),
+      controllerManager: img('kube-controller-manager', TO),
+      scheduler: img('kube-scheduler', FROM),
+      proxy: img('kube-proxy', FROM),
+      kubelet: `ghcr.io/siderolabs/kubelet:v${FROM}`,
+    });
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    expect((await b.get(`/clusters/${c.clusterId}/machines/${c.machineIds.get('cp1')}`)).text).toContain(`kube-apiserver ${TO}, kube-controller-manager ${TO} (an unfinished upgrade)`);
+    const clusterPage = (await b.get(`/clusters/${c.clusterId}`)).text;
+    expect(clusterPage).toMatch(new RegExp(`An upgrade to ${TO.replaceAll('.', '\\.')} stopped part-way: cp1, cp2 already run`));
+    expect(clusterPage).toContain(`value="${TO}"`);
+
     link.unstall('cp2', 'kube-controller-manager');
     const second = await finishedRun(h, await start(h, c));
     expect(second.state).toBe('succeeded');
     expect(second.result.skipped).toEqual(['kube-apiserver on cp1', 'kube-apiserver on cp2', 'kube-controller-manager on cp1', 'kube-controller-manager on cp2']);
     expect(second.result.upgraded).toEqual(STEPS_2CP_1W.slice(4));
-    // Skipped steps were not pushed again (cp1: 2 configs before, 3 more now), and nothing was pulled for them.
-    expect(c.sim('cp1').receivedConfigs).toHaveLength(5);
+    // Skipped steps were not pushed again (cp1: 2 configs and the push before, 3 more now), and nothing was pulled for them.
+    expect(c.sim('cp1').receivedConfigs).toHaveLength(6);
     expect(c.sim('cp2').receivedConfigs).toHaveLength(5);
     expect(c.sim('cp1').pulledCriImages.filter((i) => i === img('kube-apiserver', TO))).toHaveLength(1);
     expect(await k8sVersion(h, c)).toBe(TO);
+    // Done: the cluster's version says it all again.
+    expect(await heldComponents(h, c)).toEqual({ cp1: null, cp2: null, w1: null });
+  });
+
+  it('a new run to another release starts from what the stopped one moved, never back from it', async () => {
+    const { h, c, link } = await setup(fleet(1, 0));
+    link.stall('cp1', 'kube-scheduler');
+    const first = await finishedRun(h, await start(h, c));
+    expect(first.state).toBe('failed');
+    expect(await heldComponents(h, c)).toEqual({ cp1: { 'kube-apiserver': TO, 'kube-controller-manager': TO, 'kube-scheduler': TO } });
+
+    link.unstall('cp1', 'kube-scheduler');
+    const next = '1.37.1';
+    const second = await finishedRun(h, await start(h, c, next));
+    expect(second.state).toBe('succeeded');
+    // Its first step moves kube-apiserver on to 1.37.1 and leaves the other two on 1.37.0, where the stopped run took them.
+    expect(sentImages(c, 'cp1')[3]).toMatchObject({ apiServer: img('kube-apiserver', next), controllerManager: img('kube-controller-manager', TO), scheduler: img('kube-scheduler', TO), proxy: img('kube-proxy', FROM) });
+    expect(sentImages(c, 'cp1').at(-1)).toMatchObject({ apiServer: img('kube-apiserver', next), scheduler: img('kube-scheduler', next), kubelet: `ghcr.io/siderolabs/kubelet:v${next}` });
+    expect(await k8sVersion(h, c)).toBe(next);
+    expect(await heldComponents(h, c)).toEqual({ cp1: null });
   });
 
   it('a kube-proxy rollout that never completes stops the run before any kubelet', async () => {

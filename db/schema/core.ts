@@ -65,6 +65,11 @@ export const machines = sqliteTable(
     talosVersion: text('talos_version'),
     ipv4: text('ipv4'),
     ipv6: text('ipv6'),
+    // Components (`kube-apiserver` → `1.37.0`) this machine's config already carries at another
+    // version than the cluster's kubernetesVersion: a Kubernetes upgrade writes it before each
+    // step it applies and clears it when every step is done, so a push in between renders what
+    // the node runs instead of moving those components back.
+    kubernetesComponents: text('kubernetes_components', { mode: 'json' }).$type<Record<string, string>>(),
     createdAt: createdAt(),
     updatedAt: integer('updated_at').notNull(),
   },

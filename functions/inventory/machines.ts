@@ -46,6 +46,7 @@ export const publicMachine = (m: MachineRow) => ({
   patches: m.patches,
   state: m.state,
   talosVersion: m.talosVersion,
+  kubernetesComponents: m.kubernetesComponents ?? null,
   ipv4: m.ipv4,
   ipv6: m.ipv6,
   createdAt: m.createdAt,

@@ -1,4 +1,5 @@
-import { buildMachineDocuments, renderMachineConfig, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
+import { buildMachineDocuments, stringifyDocuments, TalosConfigError, type MachineConfigInput } from '../../lib/talos/config.ts';
+import { isK8sComponent, takeComponentImages, type K8sComponent } from '../../lib/talos/k8s-images.ts';
 import { PatchError, type ConfigDocument } from '../../lib/talos/patch.ts';
 import { installerPlatform } from '../../lib/talos/installer.ts';
 import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
@@ -7,7 +8,10 @@ import type { ClusterRow, MachineRow } from '../inventory/load.ts';
 import { addressHost } from '../inventory/address.ts';
 import { readClusterSettings } from './settings.ts';
 
-type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address'> & { provider?: MachineRow['provider'] };
+type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address'> & {
+  provider?: MachineRow['provider'];
+  kubernetesComponents?: MachineRow['kubernetesComponents'];
+};
 type ClusterLike = Pick<ClusterRow, 'name' | 'endpoint' | 'talosVersion' | 'kubernetesVersion' | 'settings'>;
 
 /** Everything the generator needs for one machine; the same inputs always give the same YAML. */
@@ -48,9 +52,26 @@ function rejecting<T>(field: string, fn: () => T): T {
   }
 }
 
+/**
+ * The machine's documents at the cluster's Kubernetes version, except the components its config
+ * already carries at another one (a Kubernetes upgrade that stopped part-way): those keep the
+ * images of their version, so a push does not move them back under a running cluster.
+ */
+function machineDocuments(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, extraDocuments: ConfigDocument[]): ConfigDocument[] {
+  const input = machineConfigInput(cluster, machine, secrets, extraDocuments);
+  const docs = buildMachineDocuments(input);
+  const byVersion = new Map<string, K8sComponent[]>();
+  for (const [component, version] of Object.entries(machine.kubernetesComponents ?? {})) {
+    if (!isK8sComponent(component) || version === cluster.kubernetesVersion) continue;
+    byVersion.set(version, [...(byVersion.get(version) ?? []), component]);
+  }
+  for (const [version, components] of byVersion) takeComponentImages(docs, components, buildMachineDocuments({ ...input, kubernetesVersion: version }));
+  return docs;
+}
+
 /** Renders, turning generator and patch errors into a 400 that names the path. */
 export function renderOrReject(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches', extraDocuments: ConfigDocument[] = []): string {
-  return rejecting(field, () => renderMachineConfig(machineConfigInput(cluster, machine, secrets, extraDocuments)));
+  return rejecting(field, () => stringifyDocuments(machineDocuments(cluster, machine, secrets, extraDocuments)));
 }
 
 /**
@@ -63,5 +84,5 @@ export function checkRenders(cluster: ClusterLike, machine: MachineLike, secrets
 
 /** The config's documents as renderOrReject would write them, for a route that reads fields of them. */
 export function renderDocuments(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, field = 'patches'): ConfigDocument[] {
-  return rejecting(field, () => buildMachineDocuments(machineConfigInput(cluster, machine, secrets)));
+  return rejecting(field, () => machineDocuments(cluster, machine, secrets, []));
 }

@@ -1,23 +1,9 @@
-// Pure decisions of a Kubernetes upgrade: the components in the order they move, where each one's
-// image lives in the machine config, and the config a node gets at each step.
+// Pure decisions of a Kubernetes upgrade: the config a node gets at each step, and what its config
+// carries at the new version once that step was applied (lib/talos/k8s-images.ts knows where).
 import { parseAllDocuments } from 'yaml';
 import { stringifyDocuments } from '../../lib/talos/config.ts';
-import { isV1Alpha1 } from '../../lib/talos/schema.ts';
+import { componentImage, K8S_COMPONENTS, takeComponentImages, type K8sComponent } from '../../lib/talos/k8s-images.ts';
 import type { ConfigDocument } from '../../lib/talos/patch.ts';
-
-/** In upgrade order: the static pods, kube-proxy, then the kubelet (as `talosctl upgrade-k8s`). */
-export const K8S_COMPONENTS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'kubelet'] as const;
-export type K8sComponent = (typeof K8S_COMPONENTS)[number];
-export const STATIC_PODS = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const satisfies readonly K8sComponent[];
-
-/** Where the component's image is in the v1alpha1 document. */
-const IMAGE_PATH: Record<K8sComponent, readonly [string, string, string]> = {
-  'kube-apiserver': ['cluster', 'apiServer', 'image'],
-  'kube-controller-manager': ['cluster', 'controllerManager', 'image'],
-  'kube-scheduler': ['cluster', 'scheduler', 'image'],
-  'kube-proxy': ['cluster', 'proxy', 'image'],
-  kubelet: ['machine', 'kubelet', 'image'],
-};
 
 /** A rendered config's documents. */
 export function parseDocuments(yaml: string): ConfigDocument[] {
@@ -27,32 +13,9 @@ export function parseDocuments(yaml: string): ConfigDocument[] {
   });
 }
 
-function getImage(docs: ConfigDocument[], component: K8sComponent): string | undefined {
-  const v1 = docs.find(isV1Alpha1);
-  const [a, b, c] = IMAGE_PATH[component];
-  const section = (v1?.[a] as Record<string, unknown> | undefined)?.[b] as Record<string, unknown> | undefined;
-  const image = section?.[c];
-  return typeof image === 'string' ? image : undefined;
-}
-
-function setImage(docs: ConfigDocument[], component: K8sComponent, image: string | undefined): void {
-  const v1 = docs.find(isV1Alpha1);
-  if (!v1) return;
-  const [a, b, c] = IMAGE_PATH[component];
-  if (image === undefined) {
-    // A section the old render lacks stays as the new one has it, never an empty stub.
-    const section = (v1[a] as Record<string, unknown> | undefined)?.[b] as Record<string, unknown> | undefined;
-    if (section) delete section[c];
-    return;
-  }
-  const top = (v1[a] ??= {}) as Record<string, unknown>;
-  const section = (top[b] ??= {}) as Record<string, unknown>;
-  section[c] = image;
-}
-
 /** The image a rendered config gives `component`; undefined where the role has none (a worker's static pods). */
 export function configImage(yaml: string, component: K8sComponent): string | undefined {
-  return getImage(parseDocuments(yaml), component);
+  return componentImage(parseDocuments(yaml), component);
 }
 
 /**
@@ -63,7 +26,16 @@ export function configImage(yaml: string, component: K8sComponent): string | und
 export function stepConfig(oldYaml: string, newYaml: string, upTo: K8sComponent): string {
   const oldDocs = parseDocuments(oldYaml);
   const docs = parseDocuments(newYaml);
-  for (const later of K8S_COMPONENTS.slice(K8S_COMPONENTS.indexOf(upTo) + 1)) setImage(docs, later, getImage(oldDocs, later));
+  takeComponentImages(docs, K8S_COMPONENTS.slice(K8S_COMPONENTS.indexOf(upTo) + 1), oldDocs);
   return stringifyDocuments(docs);
 }
 
+/**
+ * What a machine's config carries away from the cluster's version once the step of `upTo` is
+ * applied to it: every component up to `upTo` at `version`, the later ones as before.
+ */
+export function componentsAfterStep(before: Readonly<Record<string, string>> | null, upTo: K8sComponent, version: string): Record<string, string> {
+  const after: Record<string, string> = { ...before };
+  for (const c of K8S_COMPONENTS.slice(0, K8S_COMPONENTS.indexOf(upTo) + 1)) after[c] = version;
+  return after;
+}

@@ -50,7 +50,7 @@ export function upgradeKubernetesRoutes() {
     if (gone && !removesNothing(gone)) {
       const secrets = openClusterSecrets(c.var.deps, cluster);
       const atTarget = { ...cluster, kubernetesVersion: target };
-      const uses = removedUsesByMachine(rows.map((m) => ({ name: m.name, role: m.role, documents: renderDocuments(atTarget, m, secrets) })), gone);
+      const uses = removedUsesByMachine(rows.map((m) => ({ name: m.name, role: m.role, documents: renderDocuments(atTarget, { ...m, kubernetesComponents: null }, secrets) })), gone);
       if (uses.length) throw new ApiError(409, 'removed_in_target', `${removedRefusal(target, uses)}; take them out of the cluster's or machines' patches first`, { uses, to: target });
     }
     const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, { fromVersion: cluster.kubernetesVersion, kubernetesVersion: target }, c.var.principal.tokenId);

@@ -61,6 +61,14 @@ function usage(mh: MachineHealth | undefined): string {
   return parts.length ? parts.join(' · ') : 'charts';
 }
 
+/** An upgrade that stopped part-way: the versions machines' configs already carry, and those machines. */
+function unfinishedUpgrade(machines: Json[]): { versions: string[]; names: string[] } | undefined {
+  const held = machines.filter((m) => m.kubernetesComponents && Object.keys(m.kubernetesComponents).length > 0);
+  if (held.length === 0) return undefined;
+  const versions = [...new Set(held.flatMap((m) => Object.values(m.kubernetesComponents as Record<string, string>)))].sort();
+  return { versions, names: held.map((m) => String(m.name)) };
+}
+
 export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, error, failedForm, values = {}, now }) => {
   const cid = encodeURIComponent(cluster.id);
   const keep = (form: string) => (failedForm === form ? values : {});
@@ -68,6 +76,7 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
   const machineErr = problem('machine', ['name', 'role', 'provider', 'address', 'installDisk']);
   const upgradeErr = problem('upgrade', ['talosVersion', 'batchSize']);
   const k8sErr = problem('upgrade-kubernetes', ['version']);
+  const unfinished = unfinishedUpgrade(machines);
   const editErr = problem('edit', ['kubernetesVersion', 'endpoint']);
   const at = (p: ReturnType<typeof errorFor>, field: string) => (p?.field === field ? p.message : undefined);
   return (
@@ -137,10 +146,24 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
         <form method="post" action={href(v, `/clusters/${cid}/upgrade-kubernetes`)} class="card">
           <h3>Upgrade Kubernetes</h3>
           <p class="hint">The cluster runs Kubernetes {String(cluster.kubernetesVersion)}; one minor version at a time.</p>
+          {unfinished ? (
+            <p class="notice" id="k8s-unfinished">
+              An upgrade to {unfinished.versions.join(', ')} stopped part-way: {unfinished.names.join(', ')} already run some components on it. Upgrade again to
+              finish; pushes meanwhile keep those components where they are.
+            </p>
+          ) : null}
           <Csrf v={v} />
           <FieldError show={!k8sErr?.field} error={k8sErr?.message} />
           <div class="fields">
-            <Field id="k8s-version" name="version" label="Kubernetes version" placeholder={String(cluster.kubernetesVersion)} value={keep('upgrade-kubernetes').version} error={at(k8sErr, 'version')} required />
+            <Field
+              id="k8s-version"
+              name="version"
+              label="Kubernetes version"
+              placeholder={String(cluster.kubernetesVersion)}
+              value={keep('upgrade-kubernetes').version ?? unfinished?.versions.at(-1)}
+              error={at(k8sErr, 'version')}
+              required
+            />
           </div>
           <button type="submit">Upgrade Kubernetes</button>
         </form>

@@ -28,6 +28,13 @@ const CHARTS: Array<{ metric: string; title: string; unit: Unit; controlPlaneOnl
   { metric: 'etcd.db_size_bytes', title: 'etcd database size', unit: 'bytes', controlPlaneOnly: true },
 ];
 
+/** The cluster's version, and the components this machine's config already carries at another (an upgrade that stopped part-way). */
+function kubernetesFacts(clusterVersion: string, held: Record<string, string> | null | undefined): string {
+  const apart = Object.entries(held ?? {});
+  if (apart.length === 0) return clusterVersion;
+  return `${clusterVersion}; ${apart.map(([component, version]) => `${component} ${version}`).join(', ')} (an unfinished upgrade)`;
+}
+
 export const MachinePage: FC<{
   v: View;
   cluster: Json;
@@ -59,6 +66,8 @@ export const MachinePage: FC<{
         </dd>
         <dt>Talos</dt>
         <dd>{machine.talosVersion ? String(machine.talosVersion) : '—'}</dd>
+        <dt>Kubernetes</dt>
+        <dd id="m-kubernetes">{kubernetesFacts(String(cluster.kubernetesVersion), machine.kubernetesComponents)}</dd>
         <dt>Address</dt>
         <dd class="mono">{String(machine.address ?? machine.ipv6 ?? machine.ipv4 ?? '—')}</dd>
       </dl>

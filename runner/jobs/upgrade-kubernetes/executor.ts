@@ -17,7 +17,7 @@ import { renderOrReject } from '../../../functions/machine-config/render.ts';
 import { clusterMeshDeliveries, type MeshDelivery } from '../../../lib/mesh/dial.ts';
 import type { ConfigDocument } from '../../../lib/talos/patch.ts';
 import type { UpgradeKubernetesParams } from '../../../functions/upgrade/kubernetes-job.ts';
-import { K8S_COMPONENTS } from '../../../functions/upgrade/kubernetes-plan.ts';
+import { K8S_COMPONENTS } from '../../../lib/talos/k8s-images.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { upgradeTimings } from '../upgrade/timings.ts';
 import { prePull, pullsFor } from './prepull.ts';
@@ -37,9 +37,9 @@ export interface UpgradeKubernetesResult {
 }
 
 
-function render(cluster: ClusterRow, m: MachineRow, access: ClusterAccess, kubernetesVersion: string, extraDocuments: ConfigDocument[]): string {
+function render(cluster: ClusterRow, m: MachineRow, access: ClusterAccess, extraDocuments: ConfigDocument[]): string {
   try {
-    return renderOrReject({ ...cluster, kubernetesVersion }, m, access.secrets, 'patches', extraDocuments);
+    return renderOrReject(cluster, m, access.secrets, 'patches', extraDocuments);
   } catch (err) {
     if (err instanceof DomainError) throw new RunError(`config for ${m.name}: ${err.message}`);
     throw err;
@@ -98,8 +98,10 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
       name: m.name,
       role: m.role,
       address: dial(m)!,
-      oldConfig: render(cluster, m, access, from, delivery.documents),
-      newConfig: render(cluster, m, access, version, delivery.documents),
+      // What the node runs: the cluster's version, and what an earlier run already moved.
+      oldConfig: render(cluster, m, access, delivery.documents),
+      newConfig: render({ ...cluster, kubernetesVersion: version }, { ...m, kubernetesComponents: null }, access, delivery.documents),
+      components: m.kubernetesComponents,
       meshEndpoint: delivery.endpoint,
     };
   };
@@ -154,8 +156,12 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
     kube.close();
   }
 
-  // Only with every step done does the cluster record the version (and render it from now on).
-  await deps.db.update(clusters).set({ kubernetesVersion: version, updatedAt: deps.clock.now() }).where(eq(clusters.id, cluster.id));
+  // Only with every step done does the cluster record the version (and render it from now on); its
+  // machines then carry nothing apart from it.
+  await deps.db.batch([
+    deps.db.update(clusters).set({ kubernetesVersion: version, updatedAt: deps.clock.now() }).where(eq(clusters.id, cluster.id)),
+    deps.db.update(machines).set({ kubernetesComponents: null }).where(eq(machines.clusterId, cluster.id)),
+  ]);
   result.clusterVersionUpdated = true;
   await emit({
     type: 'k8s.done',

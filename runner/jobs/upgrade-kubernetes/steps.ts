@@ -7,10 +7,13 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
-import { configImage, stepConfig, type K8sComponent } from '../../../functions/upgrade/kubernetes-plan.ts';
+import { componentsAfterStep, configImage, stepConfig } from '../../../functions/upgrade/kubernetes-plan.ts';
+import type { K8sComponent } from '../../../lib/talos/k8s-images.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
 import type { Db } from '../../../db/client.ts';
 import { markDelivered } from '../../../lib/mesh/store.ts';
+import { machines } from '../../../db/schema/index.ts';
+import { eq } from 'drizzle-orm';
 import { kubeNode, kubeProxy, setKubeProxyImage, staticPod } from './kube.ts';
 
 export interface Target {
@@ -18,9 +21,11 @@ export interface Target {
   name: string;
   role: 'controlplane' | 'worker';
   address: string;
-  /** The machine's config rendered at the version the cluster runs, and at the target. */
+  /** The machine's config as the node runs it (the cluster's version, and what an earlier run moved), and at the target. */
   oldConfig: string;
   newConfig: string;
+  /** What its config carries at another version than the cluster's (machines.kubernetesComponents). */
+  components: Record<string, string> | null;
   /** The mesh hub endpoint the configs dial (null off the mesh); recorded once a config is applied. */
   meshEndpoint: string | null;
 }
@@ -90,6 +95,10 @@ export async function pendingReason(ctx: StepContext, step: Step): Promise<strin
 /** The machine's config with every component up to and including `upTo` on the new version, without a reboot. */
 async function applyStepConfig(ctx: StepContext, m: Target, upTo: K8sComponent, step: string): Promise<void> {
   const data = Buffer.from(stepConfig(m.oldConfig, m.newConfig, upTo));
+  // Recorded before the apply: should the run stop between the two, a push then renders the
+  // component at the new version (where this step was taking it), never back to the old one.
+  m.components = componentsAfterStep(m.components, upTo, ctx.version);
+  await ctx.db.update(machines).set({ kubernetesComponents: m.components }).where(eq(machines.id, m.id));
   const client = await ctx.access.talosClient(m.address);
   try {
     const applied = await client.applyConfiguration({ data, mode: 'no-reboot' }, { deadlineMs: ctx.timings.callDeadlineMs, signal: ctx.hard });
