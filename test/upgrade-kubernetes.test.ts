@@ -4,7 +4,7 @@ import { upgradeKubernetesJob } from '../functions/upgrade/kubernetes-job.ts';
 import { upgradeKubernetesExecutor } from '../runner/jobs/upgrade-kubernetes/executor.ts';
 import { pushConfigJob } from '../functions/push-config/job.ts';
 import { pushConfigExecutor } from '../runner/jobs/push-config/executor.ts';
-import { machines } from '../db/schema/index.ts';
+import { clusters, machines } from '../db/schema/index.ts';
 import { eq } from 'drizzle-orm';
 import { bind } from '../runner/jobs/registry.ts';
 import { loadKubernetesClient } from '../lib/kube/index.ts';
@@ -220,6 +220,36 @@ describe('Kubernetes upgrade', () => {
     expect(await heldComponents(h, c)).toEqual({ cp1: null });
   });
 
+  it('takes an etcd snapshot right before the first step, refuses to go on without one, and skips it when told', async () => {
+    const { h, c } = await setup(fleet(2, 0));
+    await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, c.clusterId));
+    for (const cp of ['cp1', 'cp2']) c.sim(cp).setEtcdErrors(['etcdserver: no leader']);
+    const refused = await finishedRun(h, await start(h, c));
+    expect(refused.state).toBe('failed');
+    expect(refused.error).toBe(
+      'refusing to upgrade without an etcd snapshot: no healthy control plane to snapshot from: cp1: etcdserver: no leader; cp2: etcdserver: no leader; nothing was touched (etcdSnapshot: false upgrades without one)',
+    );
+    for (const cp of ['cp1', 'cp2']) expect(c.sim(cp).receivedConfigs).toEqual([]);
+    expect(await heldComponents(h, c)).toEqual({ cp1: null, cp2: null });
+
+    c.sim('cp1').setEtcdErrors([]);
+    const runId = await start(h, c);
+    expect((await finishedRun(h, runId)).state).toBe('succeeded');
+    const snapshots = (await h.call('GET', `/v1/clusters/${c.clusterId}/etcd-snapshots`)).body.snapshots as Json[];
+    expect(snapshots).toMatchObject([{ trigger: 'upgrade', runId, machine: 'cp1' }]);
+    const evs = await events(h, runId);
+    const taken = evs.find((e) => e.type === 'etcd.snapshot.done');
+    expect(taken.data.id).toBe(snapshots[0].id);
+    expect(taken.seq).toBeLessThan(evs.find((e) => e.type === 'k8s.apply').seq);
+
+    // A run told not to says so, and stores none.
+    const res = await h.call('POST', `/v1/clusters/${c.clusterId}/upgrade-kubernetes`, { body: { version: '1.37.1', etcdSnapshot: false } });
+    expect(res.body.run.params.etcdSnapshot).toBe(false);
+    expect((await finishedRun(h, res.body.run.id)).state).toBe('succeeded');
+    expect((await events(h, res.body.run.id)).filter((e) => e.type.startsWith('etcd.snapshot'))).toMatchObject([{ level: 'warn', type: 'etcd.snapshot.skip' }]);
+    expect((await h.call('GET', `/v1/clusters/${c.clusterId}/etcd-snapshots`)).body.snapshots).toHaveLength(1);
+  });
+
   it('a kube-proxy rollout that never completes stops the run before any kubelet', async () => {
     const { h, c } = await setup(fleet(1, 1));
     c.kube.setRollout({ stuck: true });
@@ -346,6 +376,7 @@ describe('POST /v1/clusters/:id/upgrade-kubernetes validation', () => {
     const cases: Array<[unknown, number, string]> = [
       [{ version: 'latest' }, 400, 'invalid_request'],
       [{ version: TO, surprise: 1 }, 400, 'invalid_request'],
+      [{ version: TO, etcdSnapshot: 'yes' }, 400, 'invalid_request'],
       [{}, 400, 'invalid_request'],
       [{ version: '1.35.9' }, 409, 'downgrade_refused'],
       [{ version: FROM }, 409, 'same_version'],

@@ -9,6 +9,8 @@ import { VANILLA_SCHEMATIC } from '../lib/talos/installer.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { finishedRun, createHarness, type Harness } from './support/harness.ts';
 import type { Json } from './support/api-caller.ts';
+import { clusters } from '../db/schema/index.ts';
+import { eq } from 'drizzle-orm';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
 
 const FROM = 'v1.13.2';
@@ -121,6 +123,21 @@ describe('rolling Talos upgrade', () => {
     expect(await clusterVersion(h, c)).toBe(TO);
     expect(Object.values(await machineVersions(h, c))).toEqual(Array(6).fill(TO));
     expect(run.result.upgraded.map((u: Json) => u.name)).toEqual(['cp1', 'cp2', 'cp3', 'w1', 'w2', 'w3']);
+  });
+
+  it('takes an etcd snapshot of a bootstrapped cluster before the first node is touched; a run with nothing to do takes none', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, c.clusterId));
+    const runId = await startUpgrade(h, c);
+    expect((await finishedRun(h, runId)).state).toBe('succeeded');
+    const snapshots = (await h.call('GET', `/v1/clusters/${c.clusterId}/etcd-snapshots`)).body.snapshots as Json[];
+    expect(snapshots).toMatchObject([{ trigger: 'upgrade', runId, machine: 'cp1' }]);
+    const evs = await events(h, runId);
+    expect(evs.find((e) => e.type === 'etcd.snapshot.done').seq).toBeLessThan(seqOf(evs, 'upgrade.node.start', 'cp1'));
+
+    const again = await finishedRun(h, await startUpgrade(h, c));
+    expect(again.result.skipped).toEqual(['cp1', 'w1']);
+    expect((await h.call('GET', `/v1/clusters/${c.clusterId}/etcd-snapshots`)).body.snapshots).toHaveLength(1);
   });
 
   it('a control plane that comes back unhealthy stops the run; no later node is touched', async () => {

@@ -22,6 +22,8 @@ export const upgradeJob = defineJob(
     drain: z.boolean().optional(),
     /** How long a drain may take before the run stops with the node cordoned. Absent: 5 minutes. */
     drainTimeoutMs: z.number().int().min(1).optional(),
+    /** An etcd snapshot before the first node is touched (runner/jobs/etcd). Absent: true. */
+    etcdSnapshot: z.boolean().optional(),
   }),
 );
 export const UPGRADE_KIND = upgradeJob.kind;

@@ -9,6 +9,8 @@ export const upgradeKubernetesJob = defineJob(
     fromVersion: z.string(),
     /** Normalized, without `v`, e.g. `1.37.0`. */
     kubernetesVersion: z.string(),
+    /** An etcd snapshot before the first step (runner/jobs/etcd). Absent: true. */
+    etcdSnapshot: z.boolean().optional(),
   }),
 );
 export type UpgradeKubernetesParams = JobParams<typeof upgradeKubernetesJob>;

@@ -25,6 +25,8 @@ export const upgradeBody = z.strictObject({
   drain: z.boolean().optional(),
   /** Seconds, or a duration such as "90s", "5m", "500ms". */
   drainTimeout: z.union([z.number().positive().max(86_400), z.string().regex(/^\d+(\.\d+)?(ms|s|m|h)$/, 'a duration such as 90s, 5m or 500ms')]).optional(),
+  /** Default true: an etcd snapshot before the first node is touched. */
+  etcdSnapshot: z.boolean().optional(),
 });
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -67,6 +69,7 @@ export function upgradeRoutes() {
       preserve: body.preserve ?? false,
       drain: body.drain ?? true,
       ...(body.drainTimeout !== undefined ? { drainTimeoutMs: drainTimeoutMs(body.drainTimeout) } : {}),
+      ...(body.etcdSnapshot === false ? { etcdSnapshot: false } : {}),
     };
     const run = await enqueueClusterRun(c.var.deps, cluster, upgradeJob, params, c.var.principal.tokenId);
     return accepted(c, run);

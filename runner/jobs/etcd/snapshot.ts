@@ -1,32 +1,55 @@
 // etcd snapshots: streamed from the first control plane whose etcd member reports no errors,
 // sealed, stored, and pruned to the newest `keep`. Restore uploads one to a control plane that
 // has not started etcd yet and bootstraps it from it, as `talosctl bootstrap --recover-from` does.
-import { dialOf, talosDialer } from '../../../functions/machine-config/access.ts';
+import { dialOf, talosDialer, type TalosDialer } from '../../../functions/machine-config/access.ts';
 import { createHash } from 'node:crypto';
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { clusters, etcdSnapshots, machines } from '../../../db/schema/index.ts';
-import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import type { SnapshotTrigger } from '../../../db/schema/etcd.ts';
+import type { ClusterRow } from '../../../functions/inventory/load.ts';
+import { RunError, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { DEFAULT_SNAPSHOT_KEEP, etcdSnapshotJob, snapshotSealContext, type EtcdRestoreParams, type EtcdSnapshotParams } from '../../../functions/etcd/job.ts';
 import { enqueueClusterRun } from '../../../functions/runs/enqueue.ts';
 import { newId } from '../../../lib/ids.ts';
 import { errorMessage } from '../../../lib/errors.ts';
-import { clusterAccess } from '../cluster-access.ts';
+import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { pushTimings } from '../push-config/timings.ts';
 
 /** Upstream's gRPC message limit bounds one chunk, not the snapshot; this bounds what a run holds in memory. */
 const MAX_SNAPSHOT_BYTES = 2 * 1024 ** 3;
 
-export const etcdSnapshotExecutor: JobExecutor<Deps, EtcdSnapshotParams> = async ({ run, deps, emit, signal }, p) => {
+export interface SnapshotTaken {
+  id: string;
+  machine: string;
+  sizeBytes: number;
+  revision: string;
+  sha256: string;
+  pruned: string[];
+}
+
+/** What taking a snapshot needs from the run that takes it. */
+export interface SnapshotEnv {
+  deps: Deps;
+  runId: string;
+  emit: RunContext<Deps>['emit'];
+  signal: AbortSignal;
+  access: ClusterAccess;
+  dial: TalosDialer;
+}
+
+/**
+ * Streams a snapshot from the first control plane (by name) whose etcd member reports no errors,
+ * stores it sealed, and prunes the cluster's snapshots to the newest `keep`. Fails naming every
+ * control plane it tried when none could give one.
+ */
+export async function takeEtcdSnapshot(env: SnapshotEnv, cluster: ClusterRow, opts: { trigger: SnapshotTrigger; keep: number }): Promise<SnapshotTaken> {
+  const { deps, emit, signal, access, dial } = env;
   const t = pushTimings(deps);
-  const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
-  if (!cluster) throw new RunError('cluster no longer exists');
-  const dial = await talosDialer(deps, cluster.id);
   const cps = (await deps.db.select().from(machines).where(and(eq(machines.clusterId, cluster.id), eq(machines.role, 'controlplane'))))
     .filter((m) => dial(m))
     .sort((a, b) => a.name.localeCompare(b.name));
   if (cps.length === 0) throw new RunError('the cluster has no control plane with an address');
-  const access = await clusterAccess(deps, cluster);
   const problems: string[] = [];
   for (const m of cps) {
     const client = await access.talosClient(dial(m)!);
@@ -51,10 +74,10 @@ export const etcdSnapshotExecutor: JobExecutor<Deps, EtcdSnapshotParams> = async
       const now = deps.clock.now();
       await deps.db.insert(etcdSnapshots).values({
         id, clusterId: cluster.id, createdAt: now, machineName: m.name, sizeBytes: size, revision: status.raftIndex, sha256,
-        trigger: p.trigger, runId: run.id, sealed: deps.sealer.seal(data, snapshotSealContext(cluster.id, id)),
+        trigger: opts.trigger, runId: env.runId, sealed: deps.sealer.seal(data, snapshotSealContext(cluster.id, id)),
       });
       const all = await deps.db.select({ id: etcdSnapshots.id }).from(etcdSnapshots).where(eq(etcdSnapshots.clusterId, cluster.id)).orderBy(desc(etcdSnapshots.createdAt), desc(etcdSnapshots.id));
-      const pruned = all.slice(p.keep).map((r) => r.id);
+      const pruned = all.slice(opts.keep).map((r) => r.id);
       if (pruned.length) await deps.db.delete(etcdSnapshots).where(inArray(etcdSnapshots.id, pruned));
       await emit({ type: 'etcd.snapshot.done', message: `snapshot ${id}: ${size} bytes from ${m.name}${pruned.length ? `; pruned ${pruned.length}` : ''}`, data: { id, sizeBytes: size, revision: status.raftIndex, sha256, pruned } });
       return { id, machine: m.name, sizeBytes: size, revision: status.raftIndex, sha256, pruned };
@@ -67,6 +90,36 @@ export const etcdSnapshotExecutor: JobExecutor<Deps, EtcdSnapshotParams> = async
     }
   }
   throw new RunError(`no healthy control plane to snapshot from: ${problems.join('; ')}`);
+}
+
+/**
+ * The snapshot an upgrade takes right before it touches the first node: a release that breaks
+ * etcd, or a Kubernetes upgrade that rewrote what it stores, can be rolled back from it. Not
+ * taken when the run was told so, or before the cluster has etcd. A snapshot that cannot be
+ * taken stops the run with nothing touched.
+ */
+export async function snapshotBeforeUpgrade(env: SnapshotEnv, cluster: ClusterRow, wanted: boolean): Promise<SnapshotTaken | undefined> {
+  if (!wanted) {
+    await env.emit({ level: 'warn', type: 'etcd.snapshot.skip', message: 'no etcd snapshot before the upgrade: etcdSnapshot is false' });
+    return undefined;
+  }
+  if (cluster.bootstrappedAt === null) {
+    await env.emit({ type: 'etcd.snapshot.skip', message: 'no etcd snapshot before the upgrade: the cluster is not bootstrapped, so it has no etcd yet' });
+    return undefined;
+  }
+  try {
+    return await takeEtcdSnapshot(env, cluster, { trigger: 'upgrade', keep: env.deps.settings.etcdSnapshotKeep ?? DEFAULT_SNAPSHOT_KEEP });
+  } catch (err) {
+    env.signal.throwIfAborted();
+    throw new RunError(`refusing to upgrade without an etcd snapshot: ${errorMessage(err)}; nothing was touched (etcdSnapshot: false upgrades without one)`);
+  }
+}
+
+export const etcdSnapshotExecutor: JobExecutor<Deps, EtcdSnapshotParams> = async ({ run, deps, emit, signal }, p) => {
+  const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
+  if (!cluster) throw new RunError('cluster no longer exists');
+  const env: SnapshotEnv = { deps, runId: run.id, emit, signal, access: await clusterAccess(deps, cluster), dial: await talosDialer(deps, cluster.id) };
+  return takeEtcdSnapshot(env, cluster, { trigger: p.trigger, keep: p.keep });
 };
 
 export const etcdRestoreExecutor: JobExecutor<Deps, EtcdRestoreParams> = async ({ run, deps, emit, signal }, p) => {

@@ -22,6 +22,7 @@ import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { upgradeTimings } from '../upgrade/timings.ts';
 import { prePull, pullsFor } from './prepull.ts';
 import { checkRemoved } from './removed.ts';
+import { snapshotBeforeUpgrade } from '../etcd/snapshot.ts';
 import { readKubeState } from './kube.ts';
 import { pendingReason, planSteps, runStep, stepLabel, type Step, type StepContext, type Target } from './steps.ts';
 
@@ -136,6 +137,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
     };
 
     await prePull(ctx, pullsFor([...pending], all));
+    if (pending.size && !signal.aborted) await snapshotBeforeUpgrade({ deps, runId: run.id, emit, signal: hard, access, dial }, cluster, params.etcdSnapshot !== false);
     for (const [index, step] of steps.entries()) {
       if (signal.aborted) return await stopped(index);
       const label = stepLabel(step);

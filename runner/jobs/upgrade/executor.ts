@@ -10,6 +10,7 @@ import { sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts'
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { upgradeTimings } from './timings.ts';
+import { snapshotBeforeUpgrade } from '../etcd/snapshot.ts';
 import { runChannels } from './channels.ts';
 
 
@@ -67,6 +68,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
   const access = await clusterAccess(deps, { ...cluster, endpoint: dial.kubeEndpoint(cluster, rows) });
   const channels = runChannels(access);
   const clusterId = cluster.id;
+  const clusterRow = cluster;
   try {
     return await upgradeCluster();
   } finally {
@@ -112,6 +114,8 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
       await emit({ level: 'warn', type: 'upgrade.stopped', message: `canceled; not touched: ${list(result.untouched) || 'none'}`, data: { untouched: result.untouched } });
       return result;
     };
+    // Once per run, right before the first node is touched.
+    let snapshotted = false;
     for (const [index, batch] of batches.entries()) {
       if (signal.aborted) return stopped(index);
       // The cluster-wide precheck does not depend on these versions: both reads run at once.
@@ -154,6 +158,11 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
       }
 
       if (signal.aborted) return stopped(index);
+      if (!snapshotted) {
+        snapshotted = true;
+        await snapshotBeforeUpgrade({ deps, runId: run.id, emit, signal: hard, access, dial }, clusterRow, params.etcdSnapshot !== false);
+        if (signal.aborted) return stopped(index);
+      }
       const settled = await Promise.allSettled(todo.map((t) => upgradeNode(ctx, t.m, t.state)));
       const failures: unknown[] = [];
       for (const s of settled) {
