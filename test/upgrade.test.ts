@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Deps } from '../functions/context.ts';
 import { upgradeJob } from '../functions/upgrade/job.ts';
-import { apiFor, defaultUpgradeImage, upgradeBatches } from '../functions/upgrade/plan.ts';
+import { apiFor, defaultUpgradeImage, kubernetesRefusal, upgradeBatches } from '../functions/upgrade/plan.ts';
+import { enqueueClusterRun } from '../functions/runs/enqueue.ts';
 import { upgradeExecutor } from '../runner/jobs/upgrade/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
 import { loadKubernetesClient } from '../lib/kube/index.ts';
@@ -283,6 +284,19 @@ describe('upgrade plan', () => {
     expect(defaultUpgradeImage({ schematic: VANILLA_SCHEMATIC }, TO)).toBe(IMAGE);
   });
 
+  it('refuses a Talos that would not run the Kubernetes in use, counting what an unfinished Kubernetes upgrade moved', () => {
+    const plain = [{ kubernetesComponents: null }];
+    expect(kubernetesRefusal('v1.14.0', { kubernetesVersion: '1.36.3' }, plain)).toBeUndefined();
+    expect(kubernetesRefusal('v1.14.0', { kubernetesVersion: '1.31.4' }, plain)).toBe(
+      'Kubernetes 1.31.4 is too old for Talos v1.14.0 (it runs 1.32 to 1.37): after the reboot its nodes would reject their own configs (Talos checks the Kubernetes image tags it runs)',
+    );
+    // A cluster on 1.36 whose control planes already run 1.37 parts cannot go back to a Talos that stops at 1.36.
+    const held = [{ kubernetesComponents: { 'kube-apiserver': '1.37.0' } }, { kubernetesComponents: null }];
+    expect(kubernetesRefusal('v1.13.9', { kubernetesVersion: '1.36.3' }, held)).toMatch(/^Kubernetes 1\.37\.0 is too new for Talos v1\.13\.9 \(it runs 1\.31 to 1\.36\)/);
+    // A release line the table does not know yet is not refused.
+    expect(kubernetesRefusal('v1.99.0', { kubernetesVersion: '1.20.0' }, plain)).toBeUndefined();
+  });
+
   it('picks the API by node version', () => {
     expect(apiFor('v1.12.11')).toBe('legacy');
     expect(apiFor('v1.13.0')).toBe('lifecycle');
@@ -325,7 +339,13 @@ describe('POST /v1/clusters/:id/upgrade validation', () => {
     const down = await h.call('POST', path, { body: { talosVersion: 'v1.12.11' } });
     expect(down.status).toBe(409);
     expect(down.body.error.code).toBe('downgrade_refused');
+    // force takes the downgrade, but not a Talos that would reject the cluster's Kubernetes.
+    const forced = await h.call('POST', path, { body: { talosVersion: 'v1.12.11', force: true } });
+    expect(forced.status).toBe(409);
+    expect(forced.body.error.code).toBe('kubernetes_unsupported');
+    expect(forced.body.error.message).toMatch(/^Kubernetes 1\.36\.3 is too new for Talos v1\.12\.11 \(it runs 1\.30 to 1\.35\): after the reboot/);
     expect((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs).toEqual([]);
+
 
     const ok = await h.call('POST', path, { body: { talosVersion: '1.13.9', batchSize: 2 } });
     expect(ok.status).toBe(202);
@@ -337,5 +357,26 @@ describe('POST /v1/clusters/:id/upgrade validation', () => {
 
     const ro = await h.call('POST', `/v1/tenants/${t.body.id}/tokens`, { body: { name: 'ro', scopes: ['read'] } });
     expect((await h.call('POST', path, { body: { talosVersion: TO }, token: ro.body.token })).status).toBe(403);
+  });
+
+  it('refuses a Talos that would not run the cluster\'s Kubernetes, up front and again in the run', async () => {
+    h = await createHarness();
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'k' } });
+    const old = await h.call('POST', '/v1/clusters', { body: { tenant: t.body.id, name: 'old', talosVersion: FROM, kubernetesVersion: '1.31.4', endpoint: 'https://127.0.0.1:1' } });
+    // Port 1 on loopback refuses: a run that got past its checks would fail on its first dial.
+    await h.call('POST', `/v1/clusters/${old.body.id}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal', address: '127.0.0.1:1' } });
+    const tooOld = await h.call('POST', `/v1/clusters/${old.body.id}/upgrade`, { body: { talosVersion: 'v1.14.0' } });
+    expect(tooOld.status).toBe(409);
+    expect(tooOld.body.error.code).toBe('kubernetes_unsupported');
+    expect(tooOld.body.error.message).toMatch(/^Kubernetes 1\.31\.4 is too old for Talos v1\.14\.0 .*; upgrade Kubernetes first, or choose a Talos that runs it$/);
+    expect((await h.call('GET', `/v1/runs?cluster=${old.body.id}`)).body.runs).toEqual([]);
+
+    // A run queued before (the route let it through then) refuses by itself, touching nothing.
+    worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
+    worker.start();
+    const queued = await enqueueClusterRun(h.deps, { id: old.body.id, tenantId: t.body.id }, upgradeJob, { talosVersion: 'v1.14.0', image: IMAGE, batchSize: 1, stage: false, force: true, preserve: false }, 'test');
+    const refused = await finishedRun(h, queued.id);
+    expect(refused.state).toBe('failed');
+    expect(refused.error).toMatch(/^refusing to upgrade: Kubernetes 1\.31\.4 is too old for Talos v1\.14\.0 \(it runs 1\.32 to 1\.37\)/);
   });
 });

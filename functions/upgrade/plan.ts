@@ -1,6 +1,7 @@
 // Pure decisions of an upgrade run: which image, which API, which nodes in which order.
 import { installerImage } from '../../lib/talos/installer.ts';
 import { compareVersions, parseVersion } from '../../lib/talos/versions.ts';
+import { kubernetesRangeOf, kubernetesUnsupportedReason } from '../../lib/talos/k8s-compat.ts';
 import type { ClusterTalosSettings } from '../machine-config/settings.ts';
 import type { UpgradeParams } from './job.ts';
 
@@ -24,6 +25,21 @@ export function defaultUpgradeImage(settings: Pick<ClusterTalosSettings, 'schema
 /** The image one machine upgrades to. */
 export function upgradeImageOf(params: Pick<UpgradeParams, 'image' | 'images'>, machineId: string): string {
   return params.images?.[machineId] ?? params.image;
+}
+
+/**
+ * Why the nodes could not run the cluster's Kubernetes after an upgrade to Talos `talosVersion`
+ * (undefined: they can, or the release line is one the table does not know yet). A running Talos
+ * validates the Kubernetes image tags of its config against its own support range, so such a
+ * node would reject its config after the reboot. Every version in use counts: the cluster's, and
+ * what machines already run after a Kubernetes upgrade that stopped part-way.
+ */
+export function kubernetesRefusal(talosVersion: string, cluster: { kubernetesVersion: string }, machines: ReadonlyArray<{ kubernetesComponents: Record<string, string> | null }>): string | undefined {
+  if (!kubernetesRangeOf(talosVersion)) return undefined;
+  const inUse = new Set([cluster.kubernetesVersion, ...machines.flatMap((m) => Object.values(m.kubernetesComponents ?? {}))]);
+  const reasons = [...inUse].sort(compareVersions).map((v) => kubernetesUnsupportedReason(talosVersion, v)).filter((r): r is string => r !== undefined);
+  if (reasons.length === 0) return undefined;
+  return `${reasons.join('; ')}: after the reboot its nodes would reject their own configs (Talos checks the Kubernetes image tags it runs)`;
 }
 
 export type UpgradeApi = 'lifecycle' | 'legacy';

@@ -13,7 +13,7 @@ import { machinesWithoutAddress } from '../machine-config/access.ts';
 import { clusterTalosInput, readClusterSettings } from '../machine-config/settings.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { upgradeJob, type UpgradeParams } from './job.ts';
-import { defaultUpgradeImage, isMinorDowngrade } from './plan.ts';
+import { defaultUpgradeImage, isMinorDowngrade, kubernetesRefusal } from './plan.ts';
 
 export const upgradeBody = z.strictObject({
   talosVersion: talosVersionSchema,
@@ -57,6 +57,9 @@ export function upgradeRoutes() {
     if (isMinorDowngrade(cluster.talosVersion, body.talosVersion) && !body.force) {
       throw new ApiError(409, 'downgrade_refused', `${body.talosVersion} is a minor-version downgrade from ${cluster.talosVersion}; pass force to do it anyway`);
     }
+    // Not overridden by force: the cluster would not be unhealthy for a while, its nodes would be broken.
+    const k8s = kubernetesRefusal(body.talosVersion, cluster, rows);
+    if (k8s) throw new ApiError(409, 'kubernetes_unsupported', `${k8s}; upgrade Kubernetes first, or choose a Talos that runs it`, { talosVersion: body.talosVersion, kubernetesVersion: cluster.kubernetesVersion });
     const settings = readClusterSettings(cluster.settings);
     const params: UpgradeParams = {
       talosVersion: body.talosVersion,

@@ -6,7 +6,7 @@ import type { Deps } from '../../../functions/context.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { clusterProblems, readHealth, type GateMachine } from './health.ts';
 import { readNodeState, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
-import { sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
+import { kubernetesRefusal, sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { upgradeTimings } from './timings.ts';
@@ -59,6 +59,9 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
   if (!cluster) throw new RunError('cluster no longer exists');
   const rows = await deps.db.select().from(machines).where(eq(machines.clusterId, cluster.id));
   if (rows.length === 0) throw new RunError('the cluster has no machines');
+  // Checked again here: a Kubernetes upgrade may have run since this one was queued.
+  const k8s = kubernetesRefusal(params.talosVersion, cluster, rows);
+  if (k8s) throw new RunError(`refusing to upgrade: ${k8s}`);
   const dial = await talosDialer(deps, cluster.id);
   const noAddress = rows.filter((m) => !dial(m)).map((m) => m.name);
   if (noAddress.length) throw new RunError(`machines without a Talos API address: ${list(noAddress)}`);
