@@ -141,7 +141,9 @@ describe('actions of other functions', () => {
     expect((await b.submit(page, `${page}/provision`, { mode: 'plan' })).location).toBe(`/runs/${run.id}`);
     expect((await b.submit(page, `${page}/provision`, { mode: 'apply' })).location).toBe(`/runs/${run.id}`);
     await b.submit(page, `${page}/bootstrap`, {});
-    await b.submit(page, `${page}/upgrade`, { talosVersion: 'v1.14.0', batchSize: '2' });
+    // The snapshot box comes ticked; a browser sends it as "on", and nothing once unticked.
+    expect((await b.get(page)).text).toMatch(/<input id="up-snap" type="checkbox" name="etcdSnapshot" value="on" checked/);
+    await b.submit(page, `${page}/upgrade`, { talosVersion: 'v1.14.0', batchSize: '2', etcdSnapshot: 'on' });
     await b.submit(page, `${page}/upgrade`, { talosVersion: 'v1.14.0', batchSize: '' });
     await b.submit(page, `${page}/machines/${m.body.id}/push-config`, { insecure: 'on', certFingerprint: 'AB:CD', mode: 'no-reboot' });
     await b.submit(page, `${page}/machines/${m.body.id}/push-config`, { certFingerprint: '', mode: '' });
@@ -151,8 +153,8 @@ describe('actions of other functions', () => {
       ['POST', `/v1/clusters/${clusterId}/provision`, { mode: 'plan' }],
       ['POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' }],
       ['POST', `/v1/clusters/${clusterId}/bootstrap`, {}],
-      ['POST', `/v1/clusters/${clusterId}/upgrade`, { talosVersion: 'v1.14.0', batchSize: 2 }],
-      ['POST', `/v1/clusters/${clusterId}/upgrade`, { talosVersion: 'v1.14.0' }],
+      ['POST', `/v1/clusters/${clusterId}/upgrade`, { talosVersion: 'v1.14.0', batchSize: 2, etcdSnapshot: true }],
+      ['POST', `/v1/clusters/${clusterId}/upgrade`, { talosVersion: 'v1.14.0', etcdSnapshot: false }],
       ['POST', `/v1/clusters/${clusterId}/machines/${m.body.id}/push-config`, { insecure: true, certFingerprint: 'AB:CD', mode: 'no-reboot' }],
       ['POST', `/v1/clusters/${clusterId}/machines/${m.body.id}/push-config`, { insecure: false }],
       ['POST', `/v1/runs/${run.id}/approve`, undefined],
@@ -164,8 +166,22 @@ describe('actions of other functions', () => {
     expect(busy.status).toBe(409);
     expect(alertOf(busy.text)).toBe('cluster has an active run');
     expect(busy.text).toContain('value="v1.14.0"');
+    // The refused form comes back as it was sent: unticked.
+    expect(busy.text).toMatch(/<input id="up-snap" type="checkbox" name="etcdSnapshot" value="on"\/?>/);
     const approve = await b.submit(`/runs/${run.id}`, `/runs/${run.id}/approve`, {});
     expect(approve.status).toBe(409);
     expect(alertOf(approve.text)).toBe('cluster has an active run');
+
+    // Retry repeats an upgrade as it was asked for, without its etcd snapshot when it went without.
+    answer = { status: 202, body: { run: { id: run.id } } };
+    seen.length = 0;
+    const upgrade = { talosVersion: 'v1.14.0', image: 'factory.talos.dev/installer/x:v1.14.0', batchSize: 1, stage: false, force: false, preserve: false };
+    const without = await h.deps.jobs.enqueue({ kind: 'upgrade', clusterId, tenantId, exclusive: false, params: { ...upgrade, etcdSnapshot: false } });
+    const withOne = await h.deps.jobs.enqueue({ kind: 'upgrade-kubernetes', clusterId, tenantId, exclusive: false, params: { fromVersion: '1.36.3', kubernetesVersion: '1.37.0' } });
+    for (const r of [without, withOne]) expect((await b.submit(`/runs/${r.id}`, `/runs/${r.id}/retry`, {})).location).toBe(`/runs/${run.id}`);
+    expect(seen.map(({ method, path, body }) => [method, path, body])).toEqual([
+      ['POST', `/v1/clusters/${clusterId}/upgrade`, { talosVersion: 'v1.14.0', batchSize: 1, etcdSnapshot: false }],
+      ['POST', `/v1/clusters/${clusterId}/upgrade-kubernetes`, { version: '1.37.0' }],
+    ]);
   });
 });

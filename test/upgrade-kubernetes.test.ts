@@ -447,7 +447,7 @@ describe('dashboard: Upgrade Kubernetes', () => {
     expect(refused.text).toContain('value="1.38.0"');
     expect((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs).toEqual([]);
 
-    const ok = await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO });
+    const ok = await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on' });
     expect(ok.location).toMatch(/^\/runs\//);
     const runs = (await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs;
     expect(runs.map((r: Json) => [r.kind, r.params])).toEqual([['upgrade-kubernetes', { fromVersion: FROM, kubernetesVersion: TO }]]);

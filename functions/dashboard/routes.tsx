@@ -241,9 +241,9 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   app.post('/clusters/:id/bootstrap', clusterAction(clusterPath('/bootstrap'), () => ({}), 'bootstrap'));
   app.post(
     '/clusters/:id/upgrade',
-    clusterAction(clusterPath('/upgrade'), (f) => ({ ...pick(f, ['talosVersion']), ...numberField(f, 'batchSize') }), 'upgrade'),
+    clusterAction(clusterPath('/upgrade'), (f) => ({ ...pick(f, ['talosVersion']), ...numberField(f, 'batchSize'), etcdSnapshot: f.etcdSnapshot === 'on' }), 'upgrade'),
   );
-  app.post('/clusters/:id/upgrade-kubernetes', clusterAction(clusterPath('/upgrade-kubernetes'), (f) => pick(f, ['version']), 'upgrade-kubernetes'));
+  app.post('/clusters/:id/upgrade-kubernetes', clusterAction(clusterPath('/upgrade-kubernetes'), (f) => ({ ...pick(f, ['version']), etcdSnapshot: f.etcdSnapshot === 'on' }), 'upgrade-kubernetes'));
   app.post(
     '/clusters/:id/machines/:mid/push-config',
     clusterAction(
@@ -321,15 +321,17 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const run = got.body;
     const p = run.params ?? {};
     const cid = run.cluster ? encodeURIComponent(run.cluster) : '';
+    // An upgrade told to skip its etcd snapshot is retried the same way.
+    const withoutSnapshot = p.etcdSnapshot === false ? { etcdSnapshot: false } : {};
     const call: [string, Record<string, unknown>] | null =
       run.kind === 'provision'
         ? [`/v1/clusters/${cid}/provision`, { mode: p.planRun ? 'plan' : p.mode, ...(p.destroy ? { destroy: true } : {}) }]
         : run.kind === 'bootstrap'
           ? [`/v1/clusters/${cid}/bootstrap`, {}]
           : run.kind === 'upgrade'
-            ? [`/v1/clusters/${cid}/upgrade`, { talosVersion: p.talosVersion, ...(p.batchSize ? { batchSize: p.batchSize } : {}) }]
+            ? [`/v1/clusters/${cid}/upgrade`, { talosVersion: p.talosVersion, ...(p.batchSize ? { batchSize: p.batchSize } : {}), ...withoutSnapshot }]
             : run.kind === 'upgrade-kubernetes'
-              ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion }]
+              ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion, ...withoutSnapshot }]
             : run.kind === 'backup'
               ? ['/v1/backups', {}]
               : null;

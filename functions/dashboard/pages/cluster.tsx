@@ -61,6 +61,14 @@ function usage(mh: MachineHealth | undefined): string {
   return parts.length ? parts.join(' · ') : 'charts';
 }
 
+/** Both upgrade forms: an etcd snapshot before the first node is touched, unless unticked. */
+const SnapshotFirst: FC<{ id: string; checked: boolean }> = ({ id, checked }) => (
+  <div class="field check">
+    <input id={id} type="checkbox" name="etcdSnapshot" value="on" checked={checked} />
+    <label for={id}>Take an etcd snapshot first</label>
+  </div>
+);
+
 /** An upgrade that stopped part-way: the versions machines' configs already carry, and those machines. */
 function unfinishedUpgrade(machines: Json[]): { versions: string[]; names: string[] } | undefined {
   const held = machines.filter((m) => m.kubernetesComponents && Object.keys(m.kubernetesComponents).length > 0);
@@ -141,6 +149,7 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             <Field id="up-version" name="talosVersion" label="Talos version" placeholder={String(cluster.talosVersion)} value={keep('upgrade').talosVersion} error={at(upgradeErr, 'talosVersion')} required />
             <Field id="up-batch" name="batchSize" label="Batch size" hint="optional" type="number" value={keep('upgrade').batchSize} error={at(upgradeErr, 'batchSize')} />
           </div>
+          <SnapshotFirst id="up-snap" checked={failedForm === 'upgrade' ? values.etcdSnapshot === 'on' : true} />
           <button type="submit">Upgrade</button>
         </form>
         <form method="post" action={href(v, `/clusters/${cid}/upgrade-kubernetes`)} class="card">
@@ -165,6 +174,7 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
               required
             />
           </div>
+          <SnapshotFirst id="k8s-snap" checked={failedForm === 'upgrade-kubernetes' ? values.etcdSnapshot === 'on' : true} />
           <button type="submit">Upgrade Kubernetes</button>
         </form>
       </section>
