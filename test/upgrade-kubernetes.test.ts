@@ -220,11 +220,30 @@ describe('Kubernetes upgrade', () => {
     expect(await heldComponents(h, c)).toEqual({ cp1: null });
   });
 
+  it('refuses to start on a cluster that is not healthy, before anything is pulled; force goes on with a warning', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    c.kube.setNode('w1', { ready: false });
+    const refused = await finishedRun(h, await start(h, c));
+    expect(refused.state).toBe('failed');
+    expect(refused.error).toMatch(/^refusing to upgrade Kubernetes: cluster not healthy: .*w1/);
+    await expectUntouched(h, c, ['cp1', 'w1']);
+
+    const res = await h.call('POST', `/v1/clusters/${c.clusterId}/upgrade-kubernetes`, { body: { version: TO, force: true } });
+    expect(res.body.run.params.force).toBe(true);
+    await finishedRun(h, res.body.run.id);
+    const precheck = (await events(h, res.body.run.id)).filter((e) => e.type === 'k8s.precheck');
+    expect(precheck).toMatchObject([{ level: 'warn', message: expect.stringMatching(/^force: upgrading anyway; cluster not healthy: .*w1/) }]);
+    // It went on: the control plane's components moved.
+    expect(sentImages(c, 'cp1')[0]).toMatchObject({ apiServer: img('kube-apiserver', TO) });
+  });
+
   it('takes an etcd snapshot right before the first step, refuses to go on without one, and skips it when told', async () => {
     const { h, c } = await setup(fleet(2, 0));
     await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, c.clusterId));
     for (const cp of ['cp1', 'cp2']) c.sim(cp).setEtcdErrors(['etcdserver: no leader']);
-    const refused = await finishedRun(h, await start(h, c));
+    // force gets it past the health check, which an etcd in this state fails first.
+    const forced = await h.call('POST', `/v1/clusters/${c.clusterId}/upgrade-kubernetes`, { body: { version: TO, force: true } });
+    const refused = await finishedRun(h, forced.body.run.id);
     expect(refused.state).toBe('failed');
     expect(refused.error).toBe(
       'refusing to upgrade without an etcd snapshot: no healthy control plane to snapshot from: cp1: etcdserver: no leader; cp2: etcdserver: no leader; nothing was touched (etcdSnapshot: false upgrades without one)',
@@ -232,9 +251,9 @@ describe('Kubernetes upgrade', () => {
     for (const cp of ['cp1', 'cp2']) expect(c.sim(cp).receivedConfigs).toEqual([]);
     expect(await heldComponents(h, c)).toEqual({ cp1: null, cp2: null });
 
-    c.sim('cp1').setEtcdErrors([]);
+    for (const cp of ['cp1', 'cp2']) c.sim(cp).setEtcdErrors([]);
     const runId = await start(h, c);
-    expect((await finishedRun(h, runId)).state).toBe('succeeded');
+    expect((await finishedRun(h, runId)).error).toBeNull();
     const snapshots = (await h.call('GET', `/v1/clusters/${c.clusterId}/etcd-snapshots`)).body.snapshots as Json[];
     expect(snapshots).toMatchObject([{ trigger: 'upgrade', runId, machine: 'cp1' }]);
     const evs = await events(h, runId);
@@ -245,7 +264,7 @@ describe('Kubernetes upgrade', () => {
     // A run told not to says so, and stores none.
     const res = await h.call('POST', `/v1/clusters/${c.clusterId}/upgrade-kubernetes`, { body: { version: '1.37.1', etcdSnapshot: false } });
     expect(res.body.run.params.etcdSnapshot).toBe(false);
-    expect((await finishedRun(h, res.body.run.id)).state).toBe('succeeded');
+    expect((await finishedRun(h, res.body.run.id)).error).toBeNull();
     expect((await events(h, res.body.run.id)).filter((e) => e.type.startsWith('etcd.snapshot'))).toMatchObject([{ level: 'warn', type: 'etcd.snapshot.skip' }]);
     expect((await h.call('GET', `/v1/clusters/${c.clusterId}/etcd-snapshots`)).body.snapshots).toHaveLength(1);
   });

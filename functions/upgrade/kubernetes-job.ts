@@ -11,6 +11,8 @@ export const upgradeKubernetesJob = defineJob(
     kubernetesVersion: z.string(),
     /** An etcd snapshot before the first step (runner/jobs/etcd). Absent: true. */
     etcdSnapshot: z.boolean().optional(),
+    /** Upgrade even when the cluster fails the health check before the first step. Absent: false. */
+    force: z.boolean().optional(),
   }),
 );
 export type UpgradeKubernetesParams = JobParams<typeof upgradeKubernetesJob>;

@@ -20,6 +20,7 @@ import type { UpgradeKubernetesParams } from '../../../functions/upgrade/kuberne
 import { K8S_COMPONENTS } from '../../../lib/talos/k8s-images.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { upgradeTimings } from '../upgrade/timings.ts';
+import { clusterProblems, readHealth } from '../upgrade/health.ts';
 import { prePull, pullsFor } from './prepull.ts';
 import { checkRemoved } from './removed.ts';
 import { snapshotBeforeUpgrade } from '../etcd/snapshot.ts';
@@ -66,6 +67,23 @@ async function checkTalos(ctx: StepContext, targets: Target[]): Promise<void> {
   );
   const found = problems.filter((p): p is string => p !== undefined);
   if (found.length) throw new RunError(`refusing to upgrade Kubernetes: ${found.join('; ')}`, { problems: found });
+}
+
+/**
+ * The whole cluster healthy before the first step, as a Talos upgrade checks it before each of its
+ * steps (etcd, every node's services, every Kubernetes node Ready, readyz): a rollout started on a
+ * cluster that is already failing stops half-way at the first node it cannot bring back.
+ * `talosctl upgrade-k8s` does not check; `force` goes on with a warning.
+ */
+async function checkHealth(ctx: StepContext, targets: Target[], force: boolean, now: number): Promise<void> {
+  const machines = targets.map((t) => ({ id: t.id, name: t.name, role: t.role, address: t.address }));
+  const problems = clusterProblems(await readHealth(ctx.access, machines, { timings: ctx.timings, signal: ctx.hard, now }));
+  if (problems.length === 0) {
+    await ctx.emit({ type: 'k8s.precheck', message: 'cluster healthy', data: { problems: [] } });
+    return;
+  }
+  if (!force) throw new RunError(`refusing to upgrade Kubernetes: cluster not healthy: ${problems.join('; ')}`, { problems });
+  await ctx.emit({ level: 'warn', type: 'k8s.precheck', message: `force: upgrading anyway; cluster not healthy: ${problems.join('; ')}`, data: { problems } });
 }
 
 export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParams> = async ({ run, deps, emit, signal }, params) => {
@@ -136,6 +154,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
       return result;
     };
 
+    if (pending.size) await checkHealth(ctx, all, params.force === true, deps.clock.now());
     await prePull(ctx, pullsFor([...pending], all));
     if (pending.size && !signal.aborted) await snapshotBeforeUpgrade({ deps, runId: run.id, emit, signal: hard, access, dial }, cluster, params.etcdSnapshot !== false);
     for (const [index, step] of steps.entries()) {

@@ -7,6 +7,7 @@ import type { ClusterAssessment, Failed, MachineInput, TalosReport } from '../..
 import type { ClusterAccess } from '../cluster-access.ts';
 import type { RunChannels } from './channels.ts';
 import { errorMessage } from '../../../lib/errors.ts';
+import pLimit from 'p-limit';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 
 export interface GateMachine {
@@ -19,19 +20,6 @@ export interface GateMachine {
 function failed(err: unknown): Failed {
   const code = isTalosApiError(err) || err instanceof KubeApiError ? err.code : 'error';
   return { error: { code, message: errorMessage(err) } };
-}
-
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return out;
 }
 
 export async function readTalosReport(access: ClusterAccess, m: GateMachine, t: UpgradeTimings, signal: AbortSignal, channels?: RunChannels): Promise<TalosReport | Failed> {
@@ -94,8 +82,9 @@ export async function readHealth(
 ): Promise<HealthRead> {
   // Before any call starts its deadline: loading the client stalls the event loop.
   await loadKubernetesClient();
+  const limit = pLimit(opts.timings.readConcurrency);
   const [talos, kube] = await Promise.all([
-    mapLimit(machines, opts.timings.readConcurrency, (m) => readTalosReport(access, m, opts.timings, opts.signal, opts.channels)),
+    Promise.all(machines.map((m) => limit(() => readTalosReport(access, m, opts.timings, opts.signal, opts.channels)))),
     readKube(access, opts.timings, opts.signal, opts.channels),
   ]);
   const inputs: MachineInput[] = machines.map((m, i) => ({ id: m.id, name: m.name, role: m.role, talos: talos[i]! }));

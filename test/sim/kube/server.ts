@@ -95,6 +95,8 @@ export interface KubeSim {
   setNode(name: string, spec: SimNodeSpec): void;
   removeNode(name: string): void;
   setReadyz(ok: boolean, failing?: string[]): void;
+  /** What `/version` reports from now on (`v1.37.0`), as after the API servers were upgraded. */
+  setVersion(gitVersion: string): void;
   /** true: served and discoverable; 'unavailable': discoverable but 503 (metrics-server down). */
   setMetrics(mode: MetricsMode): void;
   setLatency(ms: number): void;
@@ -132,7 +134,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const ca = opts.ca ?? (await createTestCa());
   const serverCert = await issueServerCert(ca);
   const host = opts.host ?? '127.0.0.1';
-  const gitVersion = opts.gitVersion ?? 'v1.36.3';
+  let gitVersion = opts.gitVersion ?? 'v1.36.3';
   const nodes = new Map<string, SimNode>();
   let readyz = { ok: true, failing: [] as string[] };
   let metrics: MetricsMode = opts.metrics ?? false;
@@ -510,6 +512,9 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     },
     setNode,
     removeNode: (name) => void nodes.delete(name),
+    setVersion: (v) => {
+      gitVersion = v;
+    },
     setReadyz: (ok, failing = []) => {
       readyz = { ok, failing: ok ? [] : failing };
     },

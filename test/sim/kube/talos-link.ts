@@ -2,10 +2,12 @@
 // plane's config images become its static pods (kube-system, label k8s-app, named
 // `<component>-<node>`), and a node's kubelet image becomes the version its Node reports. A
 // config that changes an image restarts that component: it comes back on the new image not Ready,
-// then Ready after `restartMs`, unless the test stalled it.
+// then Ready after `restartMs`, unless the test stalled it. `/version` answers with the oldest
+// kube-apiserver that runs, as a client behind the cluster's endpoint may reach any of them.
 import type { SimTalosNode } from '../talos/index.ts';
 import type { SimKubernetesImages } from '../talos/sim-config.ts';
 import type { KubeSim } from './server.ts';
+import { compareVersions } from '../../../lib/talos/versions.ts';
 
 export type LinkedComponent = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kubelet';
 
@@ -31,12 +33,17 @@ export function linkKubeToTalos(kube: KubeSim, sims: Map<string, SimTalosNode>, 
   const restartMs = opts.restartMs ?? 30;
   const stalled = new Set<string>();
   const running = new Map<string, string>();
+  const apiServers = new Map<string, string>();
   const timers = new Set<NodeJS.Timeout>();
   const key = (node: string, c: LinkedComponent): string => `${node}/${c}`;
 
   const show = (node: string, c: LinkedComponent, image: string, ready: boolean): void => {
-    if (c === 'kubelet') kube.setNode(node, { kubeletVersion: tagOf(image), ready });
-    else kube.setPod({ namespace: 'kube-system', name: `${c}-${node}`, nodeName: node, labels: { 'k8s-app': c, tier: 'control-plane' }, mirror: true, container: c, image, ready });
+    if (c === 'kubelet') return kube.setNode(node, { kubeletVersion: tagOf(image), ready });
+    if (c === 'kube-apiserver') {
+      apiServers.set(node, tagOf(image));
+      kube.setVersion([...apiServers.values()].sort(compareVersions)[0]!);
+    }
+    kube.setPod({ namespace: 'kube-system', name: `${c}-${node}`, nodeName: node, labels: { 'k8s-app': c, tier: 'control-plane' }, mirror: true, container: c, image, ready });
   };
   const run = (node: string, c: LinkedComponent, image: string | undefined): void => {
     if (!image) return;
