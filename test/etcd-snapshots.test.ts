@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clusters } from '../db/schema/index.ts';
+import { etcdSnapshotProblem } from '../lib/talos/etcd-snapshot.ts';
 import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { startSimNode, type SimTalosNode } from './sim/talos/index.ts';
@@ -23,7 +25,25 @@ afterEach(async () => {
 });
 
 
+/** A download's bytes (the harness's caller reads bodies as text). */
+async function download(hh: Harness, path: string): Promise<Buffer> {
+  const res = await hh.app.request(path, { headers: { authorization: `Bearer ${hh.adminToken}` } });
+  expect(res.status).toBe(200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
 describe('etcd snapshots', () => {
+  it('a whole snapshot is the database then its sha256; anything else names what is wrong', () => {
+    const db = Buffer.alloc(8192, 7);
+    const file = Buffer.concat([db, createHash('sha256').update(db).digest()]);
+    expect(etcdSnapshotProblem(file)).toBeUndefined();
+    expect(etcdSnapshotProblem(db)).toBe("it does not end with etcd's sha256 (8192 bytes: cut short?)");
+    expect(etcdSnapshotProblem(file.subarray(0, 5000))).toBe("it does not end with etcd's sha256 (5000 bytes: cut short?)");
+    const flipped = Buffer.from(file);
+    flipped[10]! ^= 1;
+    expect(etcdSnapshotProblem(flipped)).toBe('its trailing sha256 does not match its 8192 bytes of database');
+  });
+
   it('snapshots from a healthy control plane, lists, downloads (secrets:read), prunes, and restores into a fresh control plane', async () => {
     h = await createHarness({ patchDeps: (d) => void (d.settings.pushConfig = { callDeadlineMs: 2_000, readyTimeoutMs: 5_000, pollMs: 25 }) });
     cluster = await startUpgradeCluster(h, { talosVersion: 'v1.13.9', machines: fleet(3, 0) });
@@ -39,6 +59,21 @@ describe('etcd snapshots', () => {
 
     c.sim('cp1').setEtcdErrors(['etcdserver: mvcc: database space exceeded']);
     c.sim('cp2').etcdRaftIndex = 5151;
+    // Neither a stream cut short nor one changed on the way is stored: a restore from it would fail.
+    c.sim('cp2').snapshotFault = 'truncated';
+    c.sim('cp3').snapshotFault = 'corrupt';
+    const broken = await waitForRun(h, (await h.call('POST', base, { body: {} })).body.run.id);
+    expect(broken.state).toBe('failed');
+    expect(broken.error).toBe(
+      'no healthy control plane to snapshot from: cp1: etcdserver: mvcc: database space exceeded; ' +
+        // Cut after whole chunks, the size still has the shape `talosctl etcd snapshot` checks: only the digest tells.
+        'cp2: snapshot not whole: its trailing sha256 does not match its 3072 bytes of database; ' +
+        'cp3: snapshot not whole: its trailing sha256 does not match its 4096 bytes of database',
+    );
+    expect((await h.call('GET', base)).body.snapshots).toEqual([]);
+    c.sim('cp2').snapshotFault = undefined;
+    c.sim('cp3').snapshotFault = undefined;
+
     const first = await h.call('POST', base, { body: { keep: 2 } });
     expect(first.status).toBe(202);
     expect((await waitForRun(h, first.body.run.id)).state).toBe('succeeded');
@@ -46,13 +81,14 @@ describe('etcd snapshots', () => {
 
     const list = (await h.call('GET', base)).body.snapshots;
     expect(list).toHaveLength(1);
-    expect(list[0]).toMatchObject({ machine: 'cp2', sizeBytes: c.sim('cp2').etcdData.length, revision: '5151', trigger: 'manual' });
+    const file = c.sim('cp2').etcdSnapshotFile();
+    expect(list[0]).toMatchObject({ machine: 'cp2', sizeBytes: file.length, revision: '5151', trigger: 'manual', sha256: createHash('sha256').update(file).digest('hex') });
     expect(list[0].sealed).toBeUndefined();
 
     const dl = await h.call('GET', `${base}/${list[0].id}`);
     expect(dl.status).toBe(200);
-    // The sim's database is ASCII, so the harness's text body is the bytes.
-    expect(Buffer.from(dl.body as string).equals(c.sim('cp2').etcdData)).toBe(true);
+    // The file as etcd streamed it, trailing sha256 included, as `talosctl bootstrap --recover-from` takes it.
+    expect((await download(h, `${base}/${list[0].id}`)).equals(file)).toBe(true);
     expect(dl.headers.get('x-etcd-revision')).toBe('5151');
     expect(dl.headers.get('content-type')).toBe('application/octet-stream');
     const tenantToken = await h.call('POST', `/v1/tenants/${c.tenantId}/tokens`, { body: { name: 'ro', scopes: ['read'] } });
@@ -78,8 +114,9 @@ describe('etcd snapshots', () => {
     expect(restore.status).toBe(202);
     const rr = await waitForRun(h, restore.body.run.id);
     expect(rr.state, rr.error ?? '').toBe('succeeded');
-    const stored = await h.call('GET', `${base}/${kept[0].id}`);
-    expect(fresh.recoveredFrom?.equals(Buffer.from(stored.body as string))).toBe(true);
+    expect(fresh.recoveredFrom?.equals(await download(h, `${base}/${kept[0].id}`))).toBe(true);
+    // The restored member holds the database the snapshot was taken of.
+    expect(fresh.etcdData.equals(c.sim('cp2').etcdData)).toBe(true);
     expect(fresh.bootstrapped).toBe(true);
     const calls = fresh.calls.map((x) => x.method);
     expect(calls.indexOf('EtcdRecover')).toBeLessThan(calls.indexOf('Bootstrap'));

@@ -12,6 +12,7 @@ import type { Deps } from '../../../functions/context.ts';
 import { DEFAULT_SNAPSHOT_KEEP, etcdSnapshotJob, snapshotSealContext, type EtcdRestoreParams, type EtcdSnapshotParams } from '../../../functions/etcd/job.ts';
 import { enqueueClusterRun } from '../../../functions/runs/enqueue.ts';
 import { newId } from '../../../lib/ids.ts';
+import { etcdSnapshotProblem } from '../../../lib/talos/etcd-snapshot.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { pushTimings } from '../push-config/timings.ts';
@@ -69,6 +70,13 @@ export async function takeEtcdSnapshot(env: SnapshotEnv, cluster: ClusterRow, op
       }, { deadlineMs: t.readyTimeoutMs, signal });
       if (size === 0) throw new RunError(`${m.name} streamed an empty snapshot`);
       const data = Buffer.concat(chunks);
+      // Not stored: a snapshot that is not whole would only fail the restore that needs it.
+      const broken = etcdSnapshotProblem(data);
+      if (broken) {
+        await emit({ level: 'warn', type: 'etcd.snapshot.broken', message: `the snapshot from ${m.name} is not whole: ${broken}`, data: { machine: m.id, name: m.name, sizeBytes: size } });
+        problems.push(`${m.name}: snapshot not whole: ${broken}`);
+        continue;
+      }
       const id = newId('esnap');
       const sha256 = createHash('sha256').update(data).digest('hex');
       const now = deps.clock.now();

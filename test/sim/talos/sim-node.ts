@@ -5,7 +5,7 @@
  * connections and reject bad client certificates during the handshake like apid) and hands
  * each accepted TLS socket to grpc-js through a connection injector.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
@@ -195,6 +195,8 @@ export class SimTalosNode {
   etcdLeader: string | undefined;
   /** The etcd database EtcdSnapshot streams; its raft index moves with every write the test makes. */
   etcdData: Buffer = Buffer.from(`sim-etcd-db:${randomBytes(8).toString('hex')}:`.padEnd(4096, '.'));
+  /** What EtcdSnapshot sends wrong: the stream stops short, or one byte changes on the way. */
+  snapshotFault: 'truncated' | 'corrupt' | undefined;
   etcdRaftIndex = 1024;
   /** The snapshot uploaded with EtcdRecover, waiting for Bootstrap{recover_etcd}. */
   recoverUpload: Buffer | undefined;
@@ -744,8 +746,15 @@ export class SimTalosNode {
     if (req['recover_etcd'] === true) {
       // Upstream looks for the file EtcdRecover wrote and refuses without it.
       if (!this.recoverUpload) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd snapshot for recovery not found');
-      this.recoveredFrom = this.recoverUpload;
-      this.etcdData = this.recoverUpload;
+      // etcd's restore checks the trailing SHA-256 (Talos does not skip it unless asked) and keeps the database before it.
+      const upload = this.recoverUpload;
+      if (req['recover_skip_hash_check'] !== true) {
+        if (upload.length % 512 !== 32) throw new SimRpcError(grpc.status.INTERNAL, 'snapshot missing hash but --skip-hash-check=false');
+        const db = upload.subarray(0, upload.length - 32);
+        if (!createHash('sha256').update(db).digest().equals(upload.subarray(upload.length - 32))) throw new SimRpcError(grpc.status.INTERNAL, 'expected sha256 does not match the snapshot');
+      }
+      this.recoveredFrom = upload;
+      this.etcdData = upload.length % 512 === 32 ? upload.subarray(0, upload.length - 32) : upload;
       this.recoverUpload = undefined;
     }
     this.bootstrapped = true;
@@ -769,10 +778,18 @@ export class SimTalosNode {
     return { member: this.hostname };
   }
 
+  /** The file EtcdSnapshot streams: the database, then etcd's SHA-256 of it. */
+  etcdSnapshotFile(): Buffer {
+    return Buffer.concat([this.etcdData, createHash('sha256').update(this.etcdData).digest()]);
+  }
+
   private async etcdSnapshot(call: grpc.ServerWritableStream<Raw, Raw>): Promise<void> {
     this.members();
+    let file = this.etcdSnapshotFile();
+    if (this.snapshotFault === 'truncated') file = file.subarray(0, file.length - 1024);
+    if (this.snapshotFault === 'corrupt') file = Buffer.concat([file.subarray(0, 100), Buffer.from([file[100]! ^ 0xff]), file.subarray(101)]);
     const chunk = 1024;
-    for (let i = 0; i < this.etcdData.length; i += chunk) call.write({ bytes: this.etcdData.subarray(i, i + chunk) });
+    for (let i = 0; i < file.length; i += chunk) call.write({ bytes: file.subarray(i, i + chunk) });
   }
 
   private etcdRecover(chunks: Buffer[]): Raw {
