@@ -57,7 +57,7 @@ export function upgradeRoutes() {
     if (isMinorDowngrade(cluster.talosVersion, body.talosVersion) && !body.force) {
       throw new ApiError(409, 'downgrade_refused', `${body.talosVersion} is a minor-version downgrade from ${cluster.talosVersion}; pass force to do it anyway`);
     }
-    // Not overridden by force: the cluster would not be unhealthy for a while, its nodes would be broken.
+    // force takes a downgrade or an unhealthy cluster, not this: the nodes would not run their own configs.
     const k8s = kubernetesRefusal(body.talosVersion, cluster, rows);
     if (k8s) throw new ApiError(409, 'kubernetes_unsupported', `${k8s}; upgrade Kubernetes first, or choose a Talos that runs it`, { talosVersion: body.talosVersion, kubernetesVersion: cluster.kubernetesVersion });
     const settings = readClusterSettings(cluster.settings);

@@ -1,6 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import { formatValue } from '../chart.ts';
+import { compareVersions } from '../../../lib/talos/versions.ts';
 import type { ClusterHealthReport, MachineHealth } from '../health-view.ts';
 import { ActionButton, Badge, Csrf, errorFor, Field, Layout, Select, Time } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
@@ -73,7 +74,7 @@ const SnapshotFirst: FC<{ id: string; checked: boolean }> = ({ id, checked }) =>
 function unfinishedUpgrade(machines: Json[]): { versions: string[]; names: string[] } | undefined {
   const held = machines.filter((m) => m.kubernetesComponents && Object.keys(m.kubernetesComponents).length > 0);
   if (held.length === 0) return undefined;
-  const versions = [...new Set(held.flatMap((m) => Object.values(m.kubernetesComponents as Record<string, string>)))].sort();
+  const versions = [...new Set(held.flatMap((m) => Object.values(m.kubernetesComponents as Record<string, string>)))].sort(compareVersions);
   return { versions, names: held.map((m) => String(m.name)) };
 }
 
