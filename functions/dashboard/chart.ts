@@ -1,5 +1,7 @@
 /** Line charts with axes, drawn as SVG on the server: no script, nothing for the CSP to allow. */
 
+import { formatBytes } from '../../lib/bytes.ts';
+
 export type Unit = 'bytes' | 'ratio' | 'plain';
 
 export interface ChartSeries {
@@ -19,19 +21,9 @@ const M = { left: 88, right: 20, top: 16, bottom: 34 };
 const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
 const r2 = (n: number) => Math.round(n * 100) / 100;
 
-const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-
 export function formatValue(v: number, unit: Unit): string {
   if (unit === 'ratio') return `${(v * 100).toFixed(v < 0.1 ? 1 : 0)} %`;
-  if (unit === 'bytes') {
-    let i = 0;
-    let x = Math.abs(v);
-    while (x >= 1024 && i < BYTE_UNITS.length - 1) {
-      x /= 1024;
-      i++;
-    }
-    return `${(Math.sign(v) * x).toFixed(x >= 10 || i === 0 ? 0 : 1)} ${BYTE_UNITS[i]}`;
-  }
+  if (unit === 'bytes') return formatBytes(v);
   return Math.abs(v) >= 100 || Number.isInteger(v) ? String(Math.round(v)) : v.toFixed(2);
 }
 

@@ -16,6 +16,13 @@ export type EtcdSnapshotParams = JobParams<typeof etcdSnapshotJob>;
 export const etcdRestoreJob = defineJob('etcd-restore', z.strictObject({ snapshot: z.string(), machine: z.string() }));
 export type EtcdRestoreParams = JobParams<typeof etcdRestoreJob>;
 
+/**
+ * Defragments every control plane's etcd member, one at a time and the leader last, then disarms a
+ * NOSPACE alarm (runner/jobs/etcd/defrag.ts).
+ */
+export const etcdDefragJob = defineJob('etcd-defrag', z.strictObject({}));
+export type EtcdDefragParams = JobParams<typeof etcdDefragJob>;
+
 export const DEFAULT_SNAPSHOT_KEEP = 7;
 
 /** The seal context binds a snapshot to its cluster and id, so a sealed value moved elsewhere does not open. */

@@ -12,10 +12,11 @@ import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
 import { dialAddress } from '../../lib/mesh/dial.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
-import { DEFAULT_SNAPSHOT_KEEP, etcdRestoreJob, etcdSnapshotJob, snapshotSealContext } from './job.ts';
+import { DEFAULT_SNAPSHOT_KEEP, etcdDefragJob, etcdRestoreJob, etcdSnapshotJob, snapshotSealContext } from './job.ts';
 
 export const snapshotBody = z.strictObject({ keep: z.number().int().min(1).max(1000).optional() });
 export const restoreBody = z.strictObject({ machine: z.union([idParam, dnsLabel]) });
+export const defragBody = z.strictObject({});
 
 const listed = { id: etcdSnapshots.id, createdAt: etcdSnapshots.createdAt, machine: etcdSnapshots.machineName, sizeBytes: etcdSnapshots.sizeBytes, revision: etcdSnapshots.revision, sha256: etcdSnapshots.sha256, trigger: etcdSnapshots.trigger, runId: etcdSnapshots.runId };
 
@@ -28,6 +29,14 @@ export function etcdSnapshotRoutes() {
     const body = (await c.req.text()).length ? await readJson(c, snapshotBody) : parseWith(snapshotBody, {});
     if (cluster.bootstrappedAt === null) throw new ApiError(409, 'not_bootstrapped', 'the cluster has no etcd yet: bootstrap it first');
     const run = await enqueueClusterRun(c.var.deps, cluster, etcdSnapshotJob, { trigger: 'manual', keep: body.keep ?? c.var.deps.settings.etcdSnapshotKeep ?? DEFAULT_SNAPSHOT_KEEP }, c.var.principal.tokenId);
+    return accepted(c, run);
+  });
+
+  app.post('/:id/etcd-defrag', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    if ((await c.req.text()).length) await readJson(c, defragBody);
+    if (cluster.bootstrappedAt === null) throw new ApiError(409, 'not_bootstrapped', 'the cluster has no etcd yet: bootstrap it first');
+    const run = await enqueueClusterRun(c.var.deps, cluster, etcdDefragJob, {}, c.var.principal.tokenId);
     return accepted(c, run);
   });
 

@@ -11,7 +11,7 @@ import { createTenant, createToken } from '../inventory/tenants.ts';
 import { putCredentials } from '../providers/routes.ts';
 import { hookBody, provisionBody } from '../provision/routes.ts';
 import { bootstrapBody, clusterPushBody, pushBody } from '../push-config/routes.ts';
-import { restoreBody, snapshotBody } from '../etcd/routes.ts';
+import { defragBody, restoreBody, snapshotBody } from '../etcd/routes.ts';
 import { meshBody } from '../mesh/routes.ts';
 import { eventsQuery, listQuery } from '../runs/routes.ts';
 import { upgradeBody } from '../upgrade/routes.ts';
@@ -84,6 +84,7 @@ export function operations(): Operation[] {
     op({ method: 'post', path: '/v1/clusters/:id/etcd-snapshots', tag: 'etcd', summary: 'Take an etcd snapshot from a healthy control plane now', auth: 'bearer', scope: 'write', body: snapshotBody, answer: 'run' }),
     op({ method: 'get', path: '/v1/clusters/:id/etcd-snapshots', tag: 'etcd', summary: "List the cluster's etcd snapshots (size, revision, source)", auth: 'bearer', scope: 'read', answer: 'json' }),
     op({ method: 'get', path: '/v1/clusters/:id/etcd-snapshots/:sid', tag: 'etcd', summary: 'Download an etcd snapshot (audited)', auth: 'bearer', scope: 'secrets:read', answer: 'file' }),
+    op({ method: 'post', path: '/v1/clusters/:id/etcd-defrag', tag: 'etcd', summary: 'Defragment every etcd member (one at a time, the leader last), then disarm a NOSPACE alarm', auth: 'bearer', scope: 'write', body: defragBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/clusters/:id/etcd-snapshots/:sid/restore', tag: 'etcd', summary: 'Restore a snapshot: EtcdRecover upload, then Bootstrap with recover_etcd', auth: 'bearer', scope: 'write', body: restoreBody, answer: 'run' }),
     op({ method: 'put', path: '/v1/clusters/:id/mesh', tag: 'mesh', summary: 'Turn on the WireGuard mesh: hub endpoint (IP literal or "stun") or relay; every machine gets a key and overlay address; a changed endpoint queues the re-push of affected nodes', auth: 'bearer', scope: 'write', body: meshBody, answer: 'json' }),
     op({ method: 'post', path: '/v1/clusters/:id/mesh/repush', tag: 'mesh', summary: 'Re-push, over the mesh, the configs of nodes that still dial an old hub endpoint', auth: 'bearer', scope: 'write', answer: 'run' }),

@@ -3,6 +3,8 @@
 import { startKubeSim, type KubeSim } from '../sim/kube/server.ts';
 import { importTestCa } from '../sim/kube/certs.ts';
 import { startSimNode, type SimTalosNode } from '../sim/talos/index.ts';
+import { afterEach } from 'vitest';
+import type { Worker } from '../../runner/worker.ts';
 import { sharedSecrets, type Harness } from './harness.ts';
 
 export interface MachineSpec {
@@ -100,4 +102,25 @@ export async function startUpgradeCluster(
     await stop();
     throw err;
   }
+}
+
+/** What a test of a simulated cluster started; `stoppedAfterEach` stops it after every test. */
+export interface Started {
+  h?: Harness;
+  worker?: Worker;
+  cluster?: UpgradeCluster;
+}
+
+/** Registers an afterEach that stops the worker, then the sims, then the harness, and forgets them. */
+export function stoppedAfterEach(): Started {
+  const started: Started = {};
+  afterEach(async () => {
+    await started.worker?.stop(0);
+    await started.cluster?.stop();
+    await started.h?.close();
+    delete started.worker;
+    delete started.cluster;
+    delete started.h;
+  });
+  return started;
 }

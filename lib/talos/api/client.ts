@@ -3,7 +3,7 @@ import { formatNodeAddress, parseNodeAddress } from './address.ts';
 import { CallFailure } from './call-failure.ts';
 import {
   applyModeFromProto, applyModeToProto, list, num, obj, str, strings,
-  toDiskStats, toEtcdMembers, toEtcdStatus, toMemInfo, toServices, toSystemStat, toVersion, type Raw,
+  toDiskStats, toEtcdAlarms, toEtcdMembers, toEtcdStatus, toMemInfo, toServices, toSystemStat, toVersion, type Raw,
 } from './convert.ts';
 import { sanitizeDetail, TalosApiError, type TalosApiErrorCode } from './errors.ts';
 import { presentedChain } from './client-chain.ts';
@@ -13,7 +13,7 @@ import { NodeChannel } from './node-channel.ts';
 import { loadTalosServices, type TalosServiceDefinitions } from './proto-loader.ts';
 import { normalizePrivateKeyPem, type TalosTlsOptions } from './tls-connector.ts';
 import type {
-  ApplyConfigurationInput, ApplyConfigurationResult, CallOptions, DiskStatsResult, EtcdMember, EtcdMemberStatus,
+  ApplyConfigurationInput, ApplyConfigurationResult, CallOptions, DiskStatsResult, EtcdMember, EtcdMemberAlarm, EtcdMemberStatus,
   ImagePullProgress, LegacyUpgradeInput, LegacyUpgradeResult, LifecycleUpgradeInput, LifecycleUpgradeResult,
   LoadAvgResult, MemInfo, MountStat, ServiceInfo, SystemStatResult, VersionResult,
 } from './types.ts';
@@ -154,6 +154,21 @@ export class TalosApiClient {
   async mounts(opts?: CallOptions): Promise<MountStat[]> {
     const m = await this.first('MachineService', 'Mounts', {}, opts);
     return list(m['stats']).map((x) => ({ filesystem: str(x['filesystem']), size: num(x['size']), available: num(x['available']), mountedOn: str(x['mounted_on']) }));
+  }
+
+  /** The etcd alarms raised in the cluster, as this control plane's member sees them. */
+  async etcdAlarmList(opts?: CallOptions): Promise<EtcdMemberAlarm[]> {
+    return toEtcdAlarms(await this.first('MachineService', 'EtcdAlarmList', {}, opts));
+  }
+
+  /** Disarms every raised etcd alarm (upstream asks etcd with an empty member: all of them); resolves with those it disarmed. */
+  async etcdAlarmDisarm(opts?: CallOptions): Promise<EtcdMemberAlarm[]> {
+    return toEtcdAlarms(await this.first('MachineService', 'EtcdAlarmDisarm', {}, opts));
+  }
+
+  /** Defragments this control plane's etcd member: it answers nothing else until done, so one member at a time. */
+  async etcdDefragment(opts?: CallOptions): Promise<void> {
+    await this.first('MachineService', 'EtcdDefragment', {}, opts);
   }
 
   /** Asks this control plane's etcd member to hand its leadership to a peer; resolves with the member name. */

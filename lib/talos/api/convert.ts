@@ -1,5 +1,5 @@
 import type {
-  ApplyMode, CpuStat, DiskStat, EtcdMember, EtcdMemberStatus, MemInfo, ServiceInfo, SystemStatResult, VersionResult,
+  ApplyMode, CpuStat, DiskStat, EtcdMember, EtcdMemberAlarm, EtcdMemberStatus, MemInfo, ServiceInfo, SystemStatResult, VersionResult,
 } from './types.ts';
 import { MEMINFO_FIELDS } from './types.ts';
 
@@ -177,4 +177,13 @@ export function toEtcdStatus(m: Raw): EtcdMemberStatus {
     errors: strings(s['errors']),
     isLearner: bool(s['is_learner']),
   };
+}
+
+const ALARMS: ReadonlySet<string> = new Set(['NONE', 'NOSPACE', 'CORRUPT']);
+
+export function toEtcdAlarms(m: Raw): EtcdMemberAlarm[] {
+  return list(m['member_alarms']).map((a) => {
+    const alarm = str(a['alarm']);
+    return { memberId: str(a['member_id']), alarm: (ALARMS.has(alarm) ? alarm : 'NONE') as EtcdMemberAlarm['alarm'] };
+  });
 }

@@ -147,6 +147,12 @@ export interface EtcdMemberStatus {
   isLearner: boolean;
 }
 
+/** One raised etcd alarm: NOSPACE (the database reached its quota: writes refused) or CORRUPT. */
+export interface EtcdMemberAlarm {
+  memberId: string;
+  alarm: 'NOSPACE' | 'CORRUPT' | 'NONE';
+}
+
 export interface LegacyUpgradeInput {
   image: string;
   preserve?: boolean;

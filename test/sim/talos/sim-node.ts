@@ -94,6 +94,9 @@ const METHOD_ROLE: Record<string, Role> = {
   EtcdMemberList: 'reader',
   EtcdStatus: 'reader',
   EtcdForfeitLeadership: 'admin',
+  EtcdAlarmList: 'reader',
+  EtcdAlarmDisarm: 'operator',
+  EtcdDefragment: 'operator',
   EtcdSnapshot: 'operator',
   EtcdRecover: 'admin',
   Mounts: 'reader',
@@ -198,6 +201,14 @@ export class SimTalosNode {
   /** What EtcdSnapshot sends wrong: the stream stops short, or one byte changes on the way. */
   snapshotFault: 'truncated' | 'corrupt' | undefined;
   etcdRaftIndex = 1024;
+  /** The member's database file and the part of it in use; a defragmentation shrinks the first to the second. */
+  etcdDbSize = 20_480_000;
+  etcdDbSizeInUse = 10_240_000;
+  /** Alarms raised in the cluster as this member reports them (etcd shares them across members). */
+  etcdAlarms: Array<{ memberId: string; alarm: 'NOSPACE' | 'CORRUPT' }> = [];
+  /** When each EtcdDefragment ran, and how long one takes. */
+  readonly defragmentations: number[] = [];
+  defragmentMs = 0;
   /** The snapshot uploaded with EtcdRecover, waiting for Bootstrap{recover_etcd}. */
   recoverUpload: Buffer | undefined;
   /** What a Bootstrap with recover_etcd restored from. */
@@ -663,6 +674,23 @@ export class SimTalosNode {
       EtcdMemberList: this.unary('EtcdMemberList', () => ({ members: this.members() })),
       EtcdStatus: this.unary('EtcdStatus', () => this.etcdStatus()),
       EtcdForfeitLeadership: this.unary('EtcdForfeitLeadership', () => this.forfeitLeadership()),
+      EtcdAlarmList: this.unary('EtcdAlarmList', () => {
+        this.members();
+        return { member_alarms: this.etcdAlarms.map((a) => ({ member_id: a.memberId, alarm: a.alarm })) };
+      }),
+      EtcdAlarmDisarm: this.unary('EtcdAlarmDisarm', () => {
+        this.members();
+        // An empty member asks etcd to disarm every alarm; the reply lists those it disarmed.
+        const disarmed = this.etcdAlarms.splice(0);
+        return { member_alarms: disarmed.map((a) => ({ member_id: a.memberId, alarm: a.alarm })) };
+      }),
+      EtcdDefragment: this.unary('EtcdDefragment', async () => {
+        this.members();
+        this.defragmentations.push(Date.now());
+        if (this.defragmentMs > 0) await new Promise((r) => setTimeout(r, this.defragmentMs));
+        this.etcdDbSize = this.etcdDbSizeInUse;
+        return {};
+      }),
       EtcdSnapshot: this.serverStream('EtcdSnapshot', (c) => this.etcdSnapshot(c)),
       EtcdRecover: this.clientStream('EtcdRecover', (chunks) => this.etcdRecover(chunks)),
       Mounts: this.unary('Mounts', () => ({ stats: this.mounts.map((m) => ({ filesystem: m.filesystem, size: String(m.size), available: String(m.available), mounted_on: m.mountedOn })) })),
@@ -910,7 +938,7 @@ export class SimTalosNode {
     const selfId = String(self?.['id'] ?? memberIdFor(this.hostname));
     return {
       member_status: {
-        member_id: selfId, protocol_version: '3.5.0', storage_version: '3.5.0', db_size: '20480000', db_size_in_use: '10240000',
+        member_id: selfId, protocol_version: '3.5.0', storage_version: '3.5.0', db_size: String(this.etcdDbSize), db_size_in_use: String(this.etcdDbSizeInUse),
         leader: this.etcdLeader ?? String(members[0]?.['id'] ?? selfId), raft_index: String(this.etcdRaftIndex), raft_term: '3', raft_applied_index: '1024',
         errors: this.etcdErrors, is_learner: self?.['is_learner'] === true,
       },
