@@ -89,12 +89,11 @@ describe('node port checks', () => {
     await new Promise<void>((r) => server!.close(() => r()));
     server = undefined;
     let dials = 0;
-    const access = {
-      talosClient: async () => {
-        dials++;
-        throw new Error('dialled');
-      },
-    } as unknown as ClusterAccess;
+    const talosClient = async (): Promise<never> => {
+      dials++;
+      throw new Error('dialled');
+    };
+    const access = { talosClient, withTalos: async () => talosClient() } as unknown as ClusterAccess;
     const timings = { callDeadlineMs: 100, readyTimeoutMs: 300, pollMs: 40 };
     await expect(waitForMtls(access, `127.0.0.1:${port}`, timings, new AbortController().signal, { rebooting: true })).rejects.toThrow(/last: the port refused connections/);
     expect(dials).toBe(0);

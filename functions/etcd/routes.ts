@@ -7,7 +7,7 @@ import { recordAudit } from '../audit/record.ts';
 import { ApiError, notFound } from '../../lib/http/errors.ts';
 import { parseWith, readJson } from '../../lib/http/validate.ts';
 import type { AppEnv } from '../context.ts';
-import { loadCluster } from '../inventory/load.ts';
+import { loadCluster, type ClusterRow } from '../inventory/load.ts';
 import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
 import { dialAddress } from '../../lib/mesh/dial.ts';
@@ -20,6 +20,10 @@ export const defragBody = z.strictObject({});
 
 const listed = { id: etcdSnapshots.id, createdAt: etcdSnapshots.createdAt, machine: etcdSnapshots.machineName, sizeBytes: etcdSnapshots.sizeBytes, revision: etcdSnapshots.revision, sha256: etcdSnapshots.sha256, trigger: etcdSnapshots.trigger, runId: etcdSnapshots.runId };
 
+function requireEtcd(cluster: ClusterRow): void {
+  if (cluster.bootstrappedAt === null) throw new ApiError(409, 'not_bootstrapped', 'the cluster has no etcd yet: bootstrap it first');
+}
+
 /** etcd snapshots: take one now, list them, download one (secrets:read, audited), restore one. */
 export function etcdSnapshotRoutes() {
   const app = new Hono<AppEnv>();
@@ -27,7 +31,7 @@ export function etcdSnapshotRoutes() {
   app.post('/:id/etcd-snapshots', requireScope('write'), async (c) => {
     const cluster = await loadCluster(c, c.req.param('id'));
     const body = (await c.req.text()).length ? await readJson(c, snapshotBody) : parseWith(snapshotBody, {});
-    if (cluster.bootstrappedAt === null) throw new ApiError(409, 'not_bootstrapped', 'the cluster has no etcd yet: bootstrap it first');
+    requireEtcd(cluster);
     const run = await enqueueClusterRun(c.var.deps, cluster, etcdSnapshotJob, { trigger: 'manual', keep: body.keep ?? c.var.deps.settings.etcdSnapshotKeep ?? DEFAULT_SNAPSHOT_KEEP }, c.var.principal.tokenId);
     return accepted(c, run);
   });
@@ -35,7 +39,7 @@ export function etcdSnapshotRoutes() {
   app.post('/:id/etcd-defrag', requireScope('write'), async (c) => {
     const cluster = await loadCluster(c, c.req.param('id'));
     if ((await c.req.text()).length) await readJson(c, defragBody);
-    if (cluster.bootstrappedAt === null) throw new ApiError(409, 'not_bootstrapped', 'the cluster has no etcd yet: bootstrap it first');
+    requireEtcd(cluster);
     const run = await enqueueClusterRun(c.var.deps, cluster, etcdDefragJob, {}, c.var.principal.tokenId);
     return accepted(c, run);
   });

@@ -14,17 +14,27 @@ export async function clusterAccess(deps: Pick<Deps, 'sealer'>, cluster: Pick<Cl
   let talos: Promise<ClientCredentials> | undefined;
   let context: SecureContext | undefined;
   let kubeconfig: Promise<string> | undefined;
+  /** An mTLS client for a configured node; the caller closes it. */
+  const talosClient = async (address: string): Promise<TalosApiClient> => {
+    const c = await (talos ??= talosAdminCredentials(secrets));
+    // Parsing the CA, certificate and key once serves every node the caller dials.
+    context ??= createTalosSecureContext(c.caPem, c.certPem, c.keyPem);
+    return createTalosClient({ mode: 'configured', address, ca: c.caPem, cert: c.certPem, key: c.keyPem, secureContext: context });
+  };
   return {
     secrets,
     talosCredentials: () => (talos ??= talosAdminCredentials(secrets)),
     kubeCredentials: () => kubeAdminCredentials(secrets),
     kubeconfig: () => (kubeconfig ??= renderKubeconfig({ clusterName: cluster.name, endpoint: cluster.endpoint, secrets })),
-    /** An mTLS client for a configured node; the caller closes it. */
-    async talosClient(address: string): Promise<TalosApiClient> {
-      const c = await (talos ??= talosAdminCredentials(secrets));
-      // Parsing the CA, certificate and key once serves every node the caller dials.
-      context ??= createTalosSecureContext(c.caPem, c.certPem, c.keyPem);
-      return createTalosClient({ mode: 'configured', address, ca: c.caPem, cert: c.certPem, key: c.keyPem, secureContext: context });
+    talosClient,
+    /** `fn` with an mTLS client of its own, closed once `fn` settles. */
+    async withTalos<T>(address: string, fn: (client: TalosApiClient) => Promise<T>): Promise<T> {
+      const client = await talosClient(address);
+      try {
+        return await fn(client);
+      } finally {
+        client.close();
+      }
     },
   };
 }

@@ -3,9 +3,10 @@
 // (the Kubernetes API stops taking changes). Defragmenting rewrites the file; the alarm then has
 // to be disarmed. A member answers nothing while it defragments, so members go one at a time,
 // followers first and the leader last, each read again before the next.
-import { and, eq } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { talosDialer } from '../../../functions/machine-config/access.ts';
-import { clusters, machines } from '../../../db/schema/index.ts';
+import { clusters } from '../../../db/schema/index.ts';
+import type { MachineRow } from '../../../functions/inventory/load.ts';
 import type { Deps } from '../../../functions/context.ts';
 import type { EtcdDefragParams } from '../../../functions/etcd/job.ts';
 import { formatBytes } from '../../../lib/bytes.ts';
@@ -14,6 +15,7 @@ import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/
 import type { EtcdMemberAlarm, EtcdMemberStatus } from '../../../lib/talos/api/index.ts';
 import { clusterAccess } from '../cluster-access.ts';
 import { pushTimings } from '../push-config/timings.ts';
+import { reachableControlPlanes } from './control-planes.ts';
 
 export interface DefragResult {
   defragmented: Array<{ name: string; before: number; after: number }>;
@@ -27,24 +29,13 @@ export const etcdDefragExecutor: JobExecutor<Deps, EtcdDefragParams> = async ({ 
   const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
   if (!cluster) throw new RunError('cluster no longer exists');
   const dial = await talosDialer(deps, cluster.id);
-  const cps = (await deps.db.select().from(machines).where(and(eq(machines.clusterId, cluster.id), eq(machines.role, 'controlplane'))))
-    .filter((m) => dial(m))
-    .sort((a, b) => a.name.localeCompare(b.name));
-  if (cps.length === 0) throw new RunError('the cluster has no control plane with an address');
+  const cps = await reachableControlPlanes(deps, cluster.id, dial);
   const access = await clusterAccess(deps, cluster);
   // A cancel lets the member in flight finish; a shutdown stops at once.
   const hard = abortedUnlessCanceled(signal);
   const call = { deadlineMs: t.callDeadlineMs, signal: hard };
 
-  const withClient = async <T>(address: string, fn: (client: Awaited<ReturnType<typeof access.talosClient>>) => Promise<T>): Promise<T> => {
-    const client = await access.talosClient(address);
-    try {
-      return await fn(client);
-    } finally {
-      client.close();
-    }
-  };
-  const statusOf = (m: (typeof cps)[number]): Promise<EtcdMemberStatus> => withClient(dial(m)!, (c) => c.etcdStatus(call));
+  const statusOf = (m: MachineRow): Promise<EtcdMemberStatus> => access.withTalos(dial(m)!, (c) => c.etcdStatus(call));
 
   // Every member must answer first: while one defragments, the others carry the cluster.
   const problems: string[] = [];
@@ -59,7 +50,7 @@ export const etcdDefragExecutor: JobExecutor<Deps, EtcdDefragParams> = async ({ 
   }
   if (problems.length) throw new RunError(`refusing to defragment: not every etcd member answers: ${problems.join('; ')}`, { problems });
   const first = cps[0]!;
-  const raised = await withClient(dial(first)!, (c) => c.etcdAlarmList(call));
+  const raised = await access.withTalos(dial(first)!, (c) => c.etcdAlarmList(call));
   const corrupt = raised.filter((a) => a.alarm === 'CORRUPT').map((a) => a.memberId);
   if (corrupt.length) {
     throw new RunError(`refusing to defragment: etcd reports data corruption on member ${corrupt.join(', ')}; restore that member from a snapshot instead`, { corrupt });
@@ -83,7 +74,7 @@ export const etcdDefragExecutor: JobExecutor<Deps, EtcdDefragParams> = async ({ 
     }
     const was = before.get(m.id)!;
     await emit({ type: 'etcd.defrag.start', message: `${m.name}: defragmenting (${formatBytes(was.dbSize)}, ${formatBytes(was.dbSizeInUse)} in use)`, data: { name: m.name } });
-    const now = await withClient(dial(m)!, async (c) => {
+    const now = await access.withTalos(dial(m)!, async (c) => {
       await c.etcdDefragment({ deadlineMs: t.readyTimeoutMs, signal: hard });
       return c.etcdStatus(call);
     }).catch((err: unknown) => {
@@ -100,7 +91,7 @@ export const etcdDefragExecutor: JobExecutor<Deps, EtcdDefragParams> = async ({ 
 
   // The alarm outlives the space it was raised for: writes stay refused until it is disarmed.
   if (raised.some((a) => a.alarm === 'NOSPACE')) {
-    result.disarmed = await withClient(dial(first)!, (c) => c.etcdAlarmDisarm(call));
+    result.disarmed = await access.withTalos(dial(first)!, (c) => c.etcdAlarmDisarm(call));
     await emit({ type: 'etcd.alarm.disarm', message: `disarmed ${result.disarmed.map((a) => `${a.alarm} on ${a.memberId}`).join(', ') || 'nothing (already cleared)'}`, data: { disarmed: result.disarmed } });
   }
   return result;

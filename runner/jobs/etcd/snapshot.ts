@@ -15,6 +15,7 @@ import { newId } from '../../../lib/ids.ts';
 import { etcdSnapshotProblem } from '../../../lib/talos/etcd-snapshot.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
+import { reachableControlPlanes } from './control-planes.ts';
 import { pushTimings } from '../push-config/timings.ts';
 
 /** Upstream's gRPC message limit bounds one chunk, not the snapshot; this bounds what a run holds in memory. */
@@ -47,10 +48,7 @@ export interface SnapshotEnv {
 export async function takeEtcdSnapshot(env: SnapshotEnv, cluster: ClusterRow, opts: { trigger: SnapshotTrigger; keep: number }): Promise<SnapshotTaken> {
   const { deps, emit, signal, access, dial } = env;
   const t = pushTimings(deps);
-  const cps = (await deps.db.select().from(machines).where(and(eq(machines.clusterId, cluster.id), eq(machines.role, 'controlplane'))))
-    .filter((m) => dial(m))
-    .sort((a, b) => a.name.localeCompare(b.name));
-  if (cps.length === 0) throw new RunError('the cluster has no control plane with an address');
+  const cps = await reachableControlPlanes(deps, cluster.id, dial);
   const problems: string[] = [];
   for (const m of cps) {
     const client = await access.talosClient(dial(m)!);

@@ -10,13 +10,8 @@ const REFUSED = Symbol('refused');
 const describe = (last: unknown) => (isTalosApiError(last) ? last.message : last === REFUSED ? 'the port refused connections (nothing listens there yet)' : 'no answer yet');
 
 /** One Version call over mTLS on a fresh connection, so a retry never waits on one the rebooting node dropped. */
-async function probe(access: ClusterAccess, address: string, deadlineMs: number, signal: AbortSignal): Promise<VersionResult> {
-  const client = await access.talosClient(address);
-  try {
-    return await client.version({ deadlineMs, signal });
-  } finally {
-    client.close();
-  }
+function probe(access: ClusterAccess, address: string, deadlineMs: number, signal: AbortSignal): Promise<VersionResult> {
+  return access.withTalos(address, (client) => client.version({ deadlineMs, signal }));
 }
 
 /**

@@ -76,8 +76,7 @@ async function checkTalos(ctx: StepContext, targets: Target[]): Promise<void> {
  * `talosctl upgrade-k8s` does not check; `force` goes on with a warning.
  */
 async function checkHealth(ctx: StepContext, targets: Target[], force: boolean, now: number): Promise<void> {
-  const machines = targets.map((t) => ({ id: t.id, name: t.name, role: t.role, address: t.address }));
-  const problems = clusterProblems(await readHealth(ctx.access, machines, { timings: ctx.timings, signal: ctx.hard, now }));
+  const problems = clusterProblems(await readHealth(ctx.access, targets, { timings: ctx.timings, signal: ctx.hard, now }));
   if (problems.length === 0) {
     await ctx.emit({ type: 'k8s.precheck', message: 'cluster healthy', data: { problems: [] } });
     return;

@@ -50,18 +50,9 @@ function message(err: unknown): string {
   return errorMessage(err);
 }
 
-async function withClient<T>(ctx: NodeContext, m: GateMachine, fn: (c: TalosApiClient) => Promise<T>): Promise<T> {
-  const client = await ctx.access.talosClient(m.address);
-  try {
-    return await fn(client);
-  } finally {
-    client.close();
-  }
-}
-
 export async function readNodeState(ctx: NodeContext, m: GateMachine): Promise<NodeState> {
   const opts = { deadlineMs: ctx.timings.callDeadlineMs, signal: ctx.hard };
-  return withClient(ctx, m, async (c) => {
+  return ctx.access.withTalos(m.address, async (c) => {
     const [version, stat] = await Promise.all([c.version(opts), c.systemStat(opts)]);
     return { tag: version.tag, bootTime: stat.bootTime };
   });
@@ -89,7 +80,7 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
     if (ctx.leader === m.name) await forfeitLeadership(ctx, m, client, event);
   };
   try {
-    await withClient(ctx, m, async (client) => {
+    await ctx.access.withTalos(m.address, async (client) => {
       if (api === 'lifecycle') {
         try {
           await event('upgrade.pull', 'pull', `pulling ${image} into the system containerd`, { image });
