@@ -7,13 +7,14 @@ import {
 } from './convert.ts';
 import { sanitizeDetail, TalosApiError, type TalosApiErrorCode } from './errors.ts';
 import { presentedChain } from './client-chain.ts';
+import { toCosiResource } from './cosi.ts';
 import { parseFingerprint } from './fingerprint.ts';
 import { GrpcStatus, grpcStatusName } from './grpc-status.ts';
 import { NodeChannel } from './node-channel.ts';
 import { loadTalosServices, type TalosServiceDefinitions } from './proto-loader.ts';
 import { normalizePrivateKeyPem, type TalosTlsOptions } from './tls-connector.ts';
 import type {
-  ApplyConfigurationInput, ApplyConfigurationResult, CallOptions, DiskStatsResult, EtcdMember, EtcdMemberAlarm, EtcdMemberStatus,
+  ApplyConfigurationInput, ApplyConfigurationResult, CallOptions, CosiResource, DiskStatsResult, EtcdMember, EtcdMemberAlarm, EtcdMemberStatus,
   ImagePullProgress, LegacyUpgradeInput, LegacyUpgradeResult, LifecycleUpgradeInput, LifecycleUpgradeResult,
   LoadAvgResult, MemInfo, MountStat, ServiceInfo, SystemStatResult, VersionResult,
 } from './types.ts';
@@ -60,11 +61,13 @@ function keyBuffer(p: Pem): Buffer {
   return Buffer.from(normalizePrivateKeyPem(pemBuffer(p).toString('utf8')));
 }
 
-type Service = 'MachineService' | 'ImageService' | 'LifecycleService';
+/** COSI's service goes by its full name: `State` alone would say nothing in an error. */
+type Service = 'MachineService' | 'ImageService' | 'LifecycleService' | 'cosi.resource.State';
 const SERVICE_KEY: Record<Service, keyof Omit<TalosServiceDefinitions, 'packageDefinition'>> = {
   MachineService: 'machine',
   ImageService: 'image',
   LifecycleService: 'lifecycle',
+  'cosi.resource.State': 'cosiState',
 };
 
 export class TalosApiClient {
@@ -249,6 +252,23 @@ export class TalosApiClient {
       throw this.error('LifecycleService/Upgrade', 'node-error', 'OK', `upgrade failed with exit code ${exitCode}${last ? `: ${sanitizeDetail(last)}` : ''}`);
     }
     return { exitCode, messages };
+  }
+
+  /**
+   * cosi.resource.State/List: every resource of `type` in `namespace` on this node, in the order
+   * the node sends them (Talos: by id), as `talosctl get` reads them. COSI replies are not wrapped
+   * per node like MachineService's, so a refusal (unknown type: permission-denied) is the call's
+   * status. The default deadline is the unary one: a list is a short read, not a transfer.
+   */
+  async listResources(input: { namespace: string; type: string }, opts?: CallOptions): Promise<CosiResource[]> {
+    const resources: CosiResource[] = [];
+    const request: Raw = { namespace: input.namespace, type: input.type };
+    await this.invoke('cosi.resource.State', 'List', [request], opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS, opts?.signal, (msg) => {
+      const r = toCosiResource(msg['resource']);
+      if (!r) throw new CallFailure('protocol', GrpcStatus.INTERNAL, 'list reply carried no resource metadata');
+      resources.push(r);
+    });
+    return resources;
   }
 
   async reboot(opts?: CallOptions & { mode?: 'default' | 'powercycle' }): Promise<{ actorId: string }> {

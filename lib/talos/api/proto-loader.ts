@@ -3,7 +3,7 @@ import * as protoLoader from '@grpc/proto-loader';
 
 const PROTO_ROOT = fileURLToPath(new URL('./protos', import.meta.url));
 
-const PROTO_FILES = ['machine/machine.proto', 'machine/image.proto', 'machine/lifecycle.proto'];
+const PROTO_FILES = ['machine/machine.proto', 'machine/image.proto', 'machine/lifecycle.proto', 'cosi/v1alpha1/state.proto'];
 
 /**
  * keepCase keeps upstream snake_case names so the raw objects line up with the .proto text;
@@ -45,14 +45,16 @@ export interface TalosServiceDefinitions {
   machine: protoLoader.ServiceDefinition;
   image: protoLoader.ServiceDefinition;
   lifecycle: protoLoader.ServiceDefinition;
+  /** COSI `cosi.resource.State`: how Talos serves its resources (`talosctl get`). */
+  cosiState: protoLoader.ServiceDefinition;
   packageDefinition: protoLoader.PackageDefinition;
 }
 
 let cached: TalosServiceDefinitions | undefined;
 
-function service(def: protoLoader.PackageDefinition, name: string): protoLoader.ServiceDefinition {
-  const s = def[`machine.${name}`];
-  if (!s || typeof (s as { format?: unknown }).format === 'string') throw new Error(`proto service machine.${name} missing`);
+function service(def: protoLoader.PackageDefinition, fullName: string): protoLoader.ServiceDefinition {
+  const s = def[fullName];
+  if (!s || typeof (s as { format?: unknown }).format === 'string') throw new Error(`proto service ${fullName} missing`);
   return s as protoLoader.ServiceDefinition;
 }
 
@@ -62,9 +64,10 @@ export function loadTalosServices(): TalosServiceDefinitions {
   const packageDefinition = protoLoader.loadSync(PROTO_FILES, PROTO_LOADER_OPTIONS);
   useLeanReplies(packageDefinition);
   cached = {
-    machine: service(packageDefinition, 'MachineService'),
-    image: service(packageDefinition, 'ImageService'),
-    lifecycle: service(packageDefinition, 'LifecycleService'),
+    machine: service(packageDefinition, 'machine.MachineService'),
+    image: service(packageDefinition, 'machine.ImageService'),
+    lifecycle: service(packageDefinition, 'machine.LifecycleService'),
+    cosiState: service(packageDefinition, 'cosi.resource.State'),
     packageDefinition,
   };
   return cached;

@@ -1,7 +1,7 @@
 /** Plain results returned by the Talos API client (camelCase, unwrapped from `messages[0]`). */
 
 export interface CallOptions {
-  /** Per-call deadline; defaults to 10 s for unary calls and 15 min for streams. */
+  /** Per-call deadline; defaults to 10 s for unary calls and resource lists, 15 min for streams. */
   deadlineMs?: number;
   signal?: AbortSignal;
 }
@@ -188,4 +188,23 @@ export interface MountStat {
   size: number;
   available: number;
   mountedOn: string;
+}
+
+/**
+ * One COSI resource as the node's `cosi.resource.State` returns it (`talosctl get`). The spec is
+ * kept as the YAML the node rendered: each type's protobuf spec has its own schema, the YAML is
+ * what talosctl prints and what Talos's marshalling defines.
+ */
+export interface CosiResource {
+  id: string;
+  namespace: string;
+  type: string;
+  /** Moves with every change of the resource; a string, as COSI sends it. */
+  version: string;
+  /** `running`, or `tearingDown` while the resource is being destroyed. */
+  phase: string;
+  /** The controller that writes the resource (e.g. `k8s.ManifestController`); empty for user resources. */
+  owner: string;
+  labels: Record<string, string>;
+  yamlSpec: string;
 }

@@ -10,6 +10,29 @@ export interface SimMachineConfig {
   installImage: string | undefined;
   /** The Kubernetes component images the config names (static pods, kube-proxy, kubelet). */
   images: SimKubernetesImages;
+  /** What a control plane renders its bootstrap manifests from (kube-proxy's image: images.proxy). */
+  cluster: SimClusterConfig;
+  features: SimMachineFeatures;
+}
+
+export interface SimClusterConfig {
+  endpoint: string | undefined;
+  /** cluster.token, `<id>.<secret>`: the kubelet bootstrap token, a secret. */
+  token: string | undefined;
+  proxyDisabled: boolean;
+  coreDNS: { image: string | undefined; disabled: boolean };
+  /** cluster.network.cni.name as written; absent is Talos's default, flannel. */
+  cniName: string | undefined;
+  dnsDomain: string | undefined;
+  podSubnets: string[];
+  serviceSubnets: string[];
+  inlineManifests: Array<{ name: string; contents: string }>;
+}
+
+export interface SimMachineFeatures {
+  /** machine.features.kubePrism: in-cluster clients reach the API server through it when enabled. */
+  kubePrism: { enabled: boolean; port: number | undefined };
+  kubernetesTalosAPIAccess: boolean;
 }
 
 export interface SimKubernetesImages {
@@ -63,13 +86,52 @@ export function parseSimConfig(data: Uint8Array): ParsedConfig {
   return result;
 }
 
-function freeze(p: ParsedConfig): ParsedConfig {
-  if (p.v1alpha1) {
-    Object.freeze(p.v1alpha1.certSANs);
-    Object.freeze(p.v1alpha1.images);
-    Object.freeze(p.v1alpha1);
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object') {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
   }
+  return v;
+}
+
+function freeze(p: ParsedConfig): ParsedConfig {
+  if (p.v1alpha1) deepFreeze(p.v1alpha1);
   return Object.freeze(p);
+}
+
+const optString = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+const stringList = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+function parseCluster(cluster: Doc): SimClusterConfig {
+  const network = asObj(cluster['network']) ?? {};
+  const coreDNS = asObj(cluster['coreDNS']) ?? {};
+  const inline = Array.isArray(cluster['inlineManifests']) ? cluster['inlineManifests'] : [];
+  return {
+    endpoint: optString(asObj(cluster['controlPlane'])?.['endpoint']),
+    token: optString(cluster['token']),
+    proxyDisabled: asObj(cluster['proxy'])?.['disabled'] === true,
+    coreDNS: { image: optString(coreDNS['image']), disabled: coreDNS['disabled'] === true },
+    cniName: optString(asObj(network['cni'])?.['name']),
+    dnsDomain: optString(network['dnsDomain']),
+    podSubnets: stringList(network['podSubnets']),
+    serviceSubnets: stringList(network['serviceSubnets']),
+    // An entry without a name is one Talos's validation rejects; the sim just leaves it out.
+    inlineManifests: inline.flatMap((m) => {
+      const o = asObj(m);
+      const name = optString(o?.['name']);
+      return name ? [{ name, contents: typeof o?.['contents'] === 'string' ? o['contents'] : '' }] : [];
+    }),
+  };
+}
+
+function parseFeatures(machine: Doc): SimMachineFeatures {
+  const features = asObj(machine['features']) ?? {};
+  const prism = asObj(features['kubePrism']) ?? {};
+  const port = prism['port'];
+  return {
+    kubePrism: { enabled: prism['enabled'] === true, port: typeof port === 'number' && port > 0 ? port : undefined },
+    kubernetesTalosAPIAccess: asObj(features['kubernetesTalosAPIAccess'])?.['enabled'] === true,
+  };
 }
 
 function parseText(text: string): ParsedConfig {
@@ -129,6 +191,8 @@ function parseText(text: string): ParsedConfig {
       certSANs: Array.isArray(machine['certSANs']) ? machine['certSANs'].map(String) : [],
       installImage: typeof install['image'] === 'string' ? install['image'] : undefined,
       images,
+      cluster: parseCluster(cluster),
+      features: parseFeatures(machine),
     },
   };
 }

@@ -12,6 +12,8 @@ import * as grpc from '@grpc/grpc-js';
 import { loadTalosServices } from '../../../lib/talos/api/proto-loader.ts';
 import { ApidIdentity, sharedMaintenanceCert, uniqueMaintenanceCert, type MaintenanceCert } from './sim-certs.ts';
 import { parseSimConfig, SimConfigError, type SimMachineConfig } from './sim-config.ts';
+import { cosiReadRefusal, toProtoResource } from './cosi.ts';
+import { SimManifestStore, type SimCosiResource } from './manifests.ts';
 
 export type SimPhase = 'maintenance' | 'configured' | 'down' | 'stopped';
 
@@ -73,6 +75,7 @@ class SimRpcError extends Error {
 }
 
 const OID_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+const COSI_LIST = 'cosi.resource.State/List';
 /** How long in-flight calls may finish when the node goes down for a reboot. */
 const DRAIN_GRACE_MS = 100;
 const ROLE_RANK: Record<Role, number> = { reader: 1, operator: 2, admin: 3 };
@@ -102,6 +105,8 @@ const METHOD_ROLE: Record<string, Role> = {
   Mounts: 'reader',
   'ImageService/Pull': 'admin',
   'LifecycleService/Upgrade': 'admin',
+  // machined's rules: COSI reads are open to readers; which types a reader sees, the state's access policy decides.
+  [COSI_LIST]: 'reader',
 };
 
 function parseVersion(tag: string): [number, number, number] {
@@ -213,6 +218,8 @@ export class SimTalosNode {
   recoverUpload: Buffer | undefined;
   /** What a Bootstrap with recover_etcd restored from. */
   recoveredFrom: Buffer | undefined;
+  /** The bootstrap manifests, as COSI resources rendered from the running config. */
+  readonly manifests = new SimManifestStore();
   mounts: Array<{ filesystem: string; size: number; available: number; mountedOn: string }> = [
     { filesystem: '/dev/sda6', size: 100 * 2 ** 30, available: 60 * 2 ** 30, mountedOn: '/var' },
     { filesystem: 'overlay', size: 2 ** 30, available: 2 ** 29, mountedOn: '/' },
@@ -230,6 +237,10 @@ export class SimTalosNode {
     this.grpcServer.addService(services.machine, this.machineHandlers());
     this.grpcServer.addService(services.image, { Pull: this.serverStream('ImageService/Pull', (c) => this.imagePull(c)) });
     this.grpcServer.addService(services.lifecycle, { Upgrade: this.serverStream('LifecycleService/Upgrade', (c) => this.lifecycleUpgrade(c)) });
+    this.grpcServer.addService(services.cosiState, {
+      List: this.serverStream(COSI_LIST, (c) => this.cosiList(c)),
+    });
+    this.onConfig((cfg) => this.manifests.configChanged(cfg));
     this.injector = this.grpcServer.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   }
 
@@ -572,15 +583,15 @@ export class SimTalosNode {
   }
 
   private authorize(method: string, roles: string[]): void {
-    const isNewApi = method.includes('/');
+    const isNewApi = method.startsWith('ImageService/') || method.startsWith('LifecycleService/');
     if (isNewApi && !atLeast(this.version, 1, 13)) {
       throw new SimRpcError(grpc.status.UNIMPLEMENTED, `unknown service machine.${method.split('/')[0]}`);
     }
     const need = METHOD_ROLE[method] ?? 'admin';
     if (this.phase === 'maintenance') {
       if (!atLeast(this.version, 1, 13)) {
-        // v1.12's separate maintenance server: only ApplyConfiguration answers.
-        if (method === 'ApplyConfiguration') return;
+        // v1.12's separate maintenance server: ApplyConfiguration and the COSI state (talosctl get --insecure).
+        if (method === 'ApplyConfiguration' || method.startsWith('cosi.resource.State/')) return;
         throw new SimRpcError(grpc.status.UNIMPLEMENTED, 'API is not implemented in maintenance mode');
       }
       // v1.13+: everyone is os:reader; ApplyConfiguration is let through while in maintenance.
@@ -958,6 +969,23 @@ export class SimTalosNode {
   private rebootCall(): Raw {
     this.reboot('reboot');
     return { actor_id: randomUUID() };
+  }
+
+  // ---- cosi.resource.State ------------------------------------------------------------------
+
+  /** The resources of (namespace, type) after the access policy; only the bootstrap manifests are modelled. */
+  private cosiResources(req: Raw): SimCosiResource[] {
+    const namespace = String(req['namespace'] ?? '');
+    const type = String(req['type'] ?? '');
+    const refusal = cosiReadRefusal(namespace, type);
+    if (refusal) throw new SimRpcError(refusal.code, refusal.message);
+    // A node renders them from the config it runs; one in maintenance has none.
+    this.manifests.sync(this.phase === 'configured' ? this.config : undefined);
+    return this.manifests.list().filter((r) => r.namespace === namespace && r.type === type);
+  }
+
+  private async cosiList(call: grpc.ServerWritableStream<Raw, Raw>): Promise<void> {
+    for (const r of this.cosiResources(call.request)) call.write({ resource: toProtoResource(r) });
   }
 
   // ---- ImageService / LifecycleService (v1.13+) ---------------------------------------------
