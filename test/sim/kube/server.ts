@@ -5,11 +5,16 @@
 // drop the socket after the handshake, which no client can tell from a network fault).
 // Authorization mimics the apiserver defaults: /version and the health probes are public
 // (system:public-info-viewer), everything else needs the system:masters group.
+// Nodes, pods, evictions and metrics come from the sim's own models below; every other resource
+// (discovery, get/list, server-side apply, patch, create, delete) from the generic store in
+// objects.ts, with workloads.ts reporting Deployment and DaemonSet rollouts.
 import https from 'node:https';
 import net from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { createTestCa, issueServerCert, type TestCa } from './certs.ts';
+import { decodeBody, failure, ObjectStore } from './objects.ts';
+import { WorkloadControllers } from './workloads.ts';
 
 export interface SimNodeSpec {
   ready?: boolean;
@@ -104,31 +109,54 @@ export interface KubeSim {
   blackhole(on: boolean): void;
   /** PATCH, POST and DELETE requests answered, in arrival order. */
   writes: KubeWrite[];
+  /** A deep copy of the stored object as the API serves it (metadata with managedFields, status), or undefined. */
+  object(apiVersion: string, kind: string, namespace: string | undefined, name: string): Record<string, unknown> | undefined;
+  /**
+   * Stores `obj` as if `manager` (default `talos`) had written it: by default with a forced
+   * server-side apply, as Talos applies its bootstrap manifests; `operation: 'Update'` as a create
+   * or replace (kubectl create, a controller). No namespace check; a Deployment or DaemonSet
+   * starts rolled out unless `obj` brings its own status. Returns the stored object.
+   */
+  putObject(obj: Record<string, unknown>, opts?: { manager?: string; operation?: 'Apply' | 'Update' }): Record<string, unknown>;
+  /** Every stored object (of `kind`, when given), as served; nodes and pods are not among them. */
+  objects(kind?: string): Array<Record<string, unknown>>;
   setPod(pod: SimPodSpec): void;
   pods(nodeName?: string): SimPodSpec[];
   setPdb(pdb: SimPdb): void;
+  /** Seeds an apps/v1 DaemonSet as Talos applies it at bootstrap (see putObject), scheduling `desired` pods whatever the node count. */
   setDaemonSet(ds: SimDaemonSetSpec): void;
   daemonSet(namespace: string, name: string): SimDaemonSet | undefined;
   /**
-   * How a DaemonSet rolls out a new spec: after `ms` every pod runs it; `stuck` never gets there
-   * (a new image that never becomes available).
+   * How a Deployment or DaemonSet rolls out a new spec from now on: after `ms` every pod runs it;
+   * `stuck` never gets there (a new image that never becomes available).
    */
   setRollout(opts: { ms?: number; stuck?: boolean }): void;
   /** How long an evicted pod takes to terminate and disappear. */
   setEvictionLatency(ms: number): void;
   /**
-   * Serves `group/version` `resource` (a namespaced kind, `kind` its objects) with these objects;
-   * `undefined` stops serving it (404, as an apiserver that dropped the version).
+   * Serves `group/version` `resource` (a namespaced kind, `kind` its objects) with exactly these
+   * objects, discoverable like a CRD's; `undefined` stops serving it (404, as an apiserver that
+   * dropped the version).
    */
   setResource(api: { group: string; version: string; resource: string; kind: string }, objects: Array<{ namespace: string; name: string }> | undefined): void;
   stop(): Promise<void>;
 }
 
+const METRICS = 'metrics.k8s.io';
+const METRICS_GROUP = { name: METRICS, versions: [{ groupVersion: `${METRICS}/v1beta1`, version: 'v1beta1' }], preferredVersion: { groupVersion: `${METRICS}/v1beta1`, version: 'v1beta1' } };
+const METRICS_RESOURCES = {
+  kind: 'APIResourceList',
+  apiVersion: 'v1',
+  groupVersion: `${METRICS}/v1beta1`,
+  resources: [
+    { name: 'nodes', singularName: '', namespaced: false, kind: 'NodeMetrics', verbs: ['get', 'list'] },
+    { name: 'pods', singularName: '', namespaced: true, kind: 'PodMetrics', verbs: ['get', 'list'] },
+  ],
+};
+
 const READYZ_CHECKS = ['ping', 'log', 'etcd', 'etcd-readiness', 'informer-sync', 'poststarthook/start-apiserver-admission-initializer', 'shutdown'];
 
-function status(code: number, reason: string, message: string): object {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
-}
+const status = (code: number, reason: string, message: string): object => failure(code, reason, message);
 
 export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> {
   const ca = opts.ca ?? (await createTestCa());
@@ -145,13 +173,16 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   let handshakes = 0;
   const pods = new Map<string, SimPodSpec & { terminating: boolean }>();
   const pdbs = new Map<string, SimPdb>();
-  const daemonSets = new Map<string, SimDaemonSet>();
   let rollout = { ms: 0, stuck: false };
   let evictionMs = 0;
-  const resources = new Map<string, { group: string; version: string; kind: string; objects: Array<{ namespace: string; name: string }> }>();
   const podKey = (ns: string, name: string): string => `${ns}/${name}`;
   const sockets = new Set<net.Socket>();
   const timers = new Set<NodeJS.Timeout>();
+  // Core-group (`''`) nodes and pods stay with the models above, which the drain and health suites shape.
+  const store = new ObjectStore(new Set(['/nodes', '/pods']));
+  const controllers = new WorkloadControllers(store, { nodeCount: () => nodes.size, rollout: () => rollout, timers });
+  /** The container setDaemonSet named, which daemonSet() reports the image of. */
+  const dsContainers = new Map<string, string>();
 
   function setNode(name: string, spec: SimNodeSpec): void {
     const prev = nodes.get(name);
@@ -254,51 +285,29 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     return { code: 201, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 } };
   }
 
-  function daemonSetObject(d: SimDaemonSet): object {
+  /** The stored DaemonSet in the shape the Kubernetes upgrade tests read. */
+  function daemonSetView(ns: string, name: string): SimDaemonSet | undefined {
+    const o = store.object('apps/v1', 'DaemonSet', ns, name) as
+      | { metadata: { generation?: number }; spec?: { template?: { spec?: { containers?: Array<{ name: string; image?: string }> } } }; status?: Record<string, number> }
+      | undefined;
+    if (!o) return undefined;
+    const containers = o.spec?.template?.spec?.containers ?? [];
+    const c = containers.find((x) => x.name === dsContainers.get(podKey(ns, name))) ?? containers[0];
+    const s = o.status ?? {};
     return {
-      kind: 'DaemonSet',
-      apiVersion: 'apps/v1',
-      metadata: { name: d.name, namespace: d.namespace, generation: d.generation, uid: `uid-ds-${d.name}` },
-      spec: { template: { spec: { containers: [{ name: d.container, image: d.image }] } } },
-      status: { observedGeneration: d.observedGeneration, desiredNumberScheduled: d.desired, updatedNumberScheduled: d.updated, numberAvailable: d.available, numberReady: d.available },
+      namespace: ns,
+      name,
+      container: c?.name ?? '',
+      image: c?.image ?? '',
+      desired: s.desiredNumberScheduled ?? 0,
+      generation: o.metadata.generation ?? 1,
+      observedGeneration: s.observedGeneration ?? 0,
+      updated: s.updatedNumberScheduled ?? 0,
+      available: s.numberAvailable ?? 0,
     };
-  }
-
-  /** A strategic merge patch of the pod template's containers (merged by name), as the apiserver does. */
-  function patchDaemonSet(d: SimDaemonSet, body: unknown): void {
-    const containers = (body as { spec?: { template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } } } } | null)?.spec?.template?.spec?.containers ?? [];
-    const mine = containers.find((c) => c.name === d.container);
-    if (!mine?.image || mine.image === d.image) return;
-    d.image = mine.image;
-    d.generation++;
-    d.observedGeneration = d.generation;
-    d.updated = 0;
-    d.available = 0;
-    if (rollout.stuck) return;
-    const done = (): void => {
-      d.updated = d.desired;
-      d.available = d.desired;
-    };
-    if (rollout.ms <= 0) return done();
-    const t = setTimeout(() => {
-      timers.delete(t);
-      done();
-    }, rollout.ms);
-    timers.add(t);
   }
 
   function write(req: IncomingMessage, path: string, body: unknown): { code: number; body: unknown } | undefined {
-    const ds = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
-    if (ds && req.method === 'PATCH') {
-      const d = daemonSets.get(podKey(decodeURIComponent(ds[1] ?? ''), decodeURIComponent(ds[2] ?? '')));
-      if (!d) return { code: 404, body: status(404, 'NotFound', `daemonsets.apps "${ds[2]}" not found`) };
-      const type = req.headers['content-type'] ?? '';
-      if (!/strategic-merge-patch\+json|merge-patch\+json/.test(type)) {
-        return { code: 415, body: status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format: ${type}`) };
-      }
-      patchDaemonSet(d, body);
-      return { code: 200, body: daemonSetObject(d) };
-    }
     const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(path);
     if (node && req.method === 'PATCH') {
       const name = decodeURIComponent(node[1] ?? '');
@@ -348,14 +357,21 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     return o === undefined ? [] : Array.isArray(o) ? o : [o];
   }
 
-  function route(req: IncomingMessage, reqBody: unknown): { code: number; body: unknown; text?: boolean } {
+  function storeRequest(req: IncomingMessage, url: URL, path: string, contentType: string, body: unknown): Parameters<ObjectStore['serve']>[0] {
+    return { method: req.method ?? 'GET', path, query: url.searchParams, contentType, userAgent: req.headers['user-agent'] ?? '', body };
+  }
+
+  function route(req: IncomingMessage, text: string): { code: number; body: unknown; text?: boolean } {
     if (!(req.socket as TLSSocket).authorized) return { code: 401, body: status(401, 'Unauthorized', 'Unauthorized') };
     const url = new URL(req.url ?? '/', 'https://sim');
     const path = url.pathname.replace(/\/+$/, '') || '/';
     if (req.method !== 'GET') {
       if (!groups(req).includes('system:masters')) return { code: 403, body: status(403, 'Forbidden', 'forbidden') };
-      const answer = write(req, path, reqBody);
-      if (answer) writes.push({ method: req.method ?? '', path, body: reqBody });
+      const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      const decoded = decodeBody(contentType, text);
+      if ('error' in decoded) return decoded.error;
+      const answer = write(req, path, decoded.body) ?? store.serve(storeRequest(req, url, path, contentType, decoded.body));
+      if (answer) writes.push({ method: req.method ?? '', path, body: decoded.body });
       return answer ?? { code: 405, body: status(405, 'MethodNotAllowed', 'method not allowed') };
     }
     if (path === '/livez') return { code: 200, body: 'ok', text: true };
@@ -381,21 +397,24 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     }
     if (path === '/api') return { code: 200, body: { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] } };
     if (path === '/apis') {
-      const list = [{ name: 'apps', versions: [{ groupVersion: 'apps/v1', version: 'v1' }], preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } }];
-      if (metrics !== false) {
-        const v = { groupVersion: 'metrics.k8s.io/v1beta1', version: 'v1beta1' };
-        list.push({ name: 'metrics.k8s.io', versions: [v], preferredVersion: v });
-      }
+      const list = store.types.groups();
+      if (metrics !== false) list.push(METRICS_GROUP);
       return { code: 200, body: { kind: 'APIGroupList', apiVersion: 'v1', groups: list } };
     }
-    if (path === '/api/v1/pods') return listPods(url, undefined);
-    const oneDs = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
-    if (oneDs) {
-      const d = daemonSets.get(podKey(decodeURIComponent(oneDs[1] ?? ''), decodeURIComponent(oneDs[2] ?? '')));
-      return d ? { code: 200, body: daemonSetObject(d) } : { code: 404, body: status(404, 'NotFound', `daemonsets.apps "${oneDs[2]}" not found`) };
+    if (path.startsWith(`/apis/${METRICS}`) && metrics !== false) {
+      // An aggregated API: with metrics-server down, the apiserver answers 503 for all of it.
+      if (metrics === 'unavailable') return { code: 503, body: 'service unavailable', text: true };
+      if (path === `/apis/${METRICS}`) return { code: 200, body: { kind: 'APIGroup', apiVersion: 'v1', ...METRICS_GROUP } };
+      if (path === `/apis/${METRICS}/v1beta1`) return { code: 200, body: METRICS_RESOURCES };
     }
+    if (path === '/api/v1/pods') return listPods(url, undefined);
     const nsPods = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(path);
     if (nsPods) return listPods(url, decodeURIComponent(nsPods[1] ?? ''));
+    const onePod = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(path);
+    if (onePod) {
+      const p = pods.get(podKey(decodeURIComponent(onePod[1] ?? ''), decodeURIComponent(onePod[2] ?? '')));
+      return p ? { code: 200, body: podObject(p) } : { code: 404, body: failure(404, 'NotFound', `pods "${decodeURIComponent(onePod[2] ?? '')}" not found`, { name: decodeURIComponent(onePod[2] ?? ''), kind: 'pods' }) };
+    }
     if (path === '/api/v1/nodes') {
       const items = [...nodes.values()].sort((a, b) => a.name.localeCompare(b.name)).map(nodeObject);
       return { code: 200, body: { kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items } };
@@ -405,14 +424,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       const n = nodes.get(decodeURIComponent(one[1] ?? ''));
       return n ? { code: 200, body: nodeObject(n) } : { code: 404, body: status(404, 'NotFound', `nodes "${one[1]}" not found`) };
     }
-    const served = resources.get(path);
-    if (served) {
-      const apiVersion = `${served.group}/${served.version}`;
-      const items = served.objects.map((o) => ({ apiVersion, kind: served.kind, metadata: { namespace: o.namespace, name: o.name, uid: `uid-${o.namespace}-${o.name}` } }));
-      return { code: 200, body: { apiVersion, kind: `${served.kind}List`, metadata: { resourceVersion: '1' }, items } };
-    }
-    if (path === '/apis/metrics.k8s.io/v1beta1/nodes' && metrics !== false) {
-      if (metrics === 'unavailable') return { code: 503, body: 'service unavailable', text: true };
+    if (path === `/apis/${METRICS}/v1beta1/nodes` && metrics !== false) {
       const items = [...nodes.values()].map((n) => ({
         metadata: { name: n.name, labels: {} },
         timestamp: new Date().toISOString(),
@@ -420,6 +432,10 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
         usage: { cpu: n.usage.cpu, memory: n.usage.memory },
       }));
       return { code: 200, body: { kind: 'NodeMetricsList', apiVersion: 'metrics.k8s.io/v1beta1', metadata: {}, items } };
+    }
+    if (!path.startsWith(`/apis/${METRICS}/`)) {
+      const answer = store.serve(storeRequest(req, url, path, '', null));
+      if (answer) return answer;
     }
     return { code: 404, body: status(404, 'NotFound', 'the server could not find the requested resource') };
   }
@@ -441,15 +457,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     },
   );
   function serve(req: IncomingMessage, res: ServerResponse, chunks: Buffer[]): void {
-      let reqBody: unknown = null;
-      if (chunks.length) {
-        try {
-          reqBody = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        } catch {
-          return respond(res, { code: 400, body: status(400, 'BadRequest', 'invalid JSON body') });
-        }
-      }
-      const answer = route(req, reqBody);
+      const answer = route(req, Buffer.concat(chunks).toString('utf8'));
       if (latencyMs <= 0) return respond(res, answer);
       const t = setTimeout(() => {
         timers.delete(t);
@@ -493,12 +501,25 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     writes,
     setPod: (pod) => void pods.set(podKey(pod.namespace, pod.name), { ...pod, terminating: false }),
     pods: (nodeName) => [...pods.values()].filter((p) => nodeName === undefined || p.nodeName === nodeName).map(({ terminating: _t, ...p }) => p),
+    object: (apiVersion, kind, ns, name) => store.object(apiVersion, kind, ns, name),
+    putObject: (obj, opts) => store.put(obj, opts?.manager ?? 'talos', opts?.operation),
+    objects: (kind) => store.all(kind),
     setPdb: (pdb) => void pdbs.set(podKey(pdb.namespace, pdb.name), { ...pdb }),
-    setDaemonSet: (d) => void daemonSets.set(podKey(d.namespace, d.name), { ...d, generation: 1, observedGeneration: 1, updated: d.desired, available: d.desired }),
-    daemonSet: (ns, name) => {
-      const d = daemonSets.get(podKey(ns, name));
-      return d ? { ...d } : undefined;
+    setDaemonSet: (d) => {
+      controllers.pin(d.namespace, d.name, d.desired);
+      dsContainers.set(podKey(d.namespace, d.name), d.container);
+      const labels = { 'k8s-app': d.name };
+      store.put(
+        {
+          apiVersion: 'apps/v1',
+          kind: 'DaemonSet',
+          metadata: { name: d.name, namespace: d.namespace, labels },
+          spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: d.container, image: d.image }] } } },
+        },
+        'talos',
+      );
     },
+    daemonSet: (ns, name) => daemonSetView(ns, name),
     setRollout: (opts) => {
       rollout = { ms: opts.ms ?? 0, stuck: opts.stuck ?? false };
     },
@@ -506,9 +527,12 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       evictionMs = ms;
     },
     setResource: (api, objects) => {
-      const path = `/apis/${api.group}/${api.version}/${api.resource}`;
-      if (objects) resources.set(path, { group: api.group, version: api.version, kind: api.kind, objects: [...objects] });
-      else resources.delete(path);
+      store.types.remove(api.group, api.version, api.resource);
+      store.clear(api.group, api.resource);
+      if (!objects) return;
+      store.types.put({ ...api, namespaced: true, verbs: ['delete', 'deletecollection', 'get', 'list', 'patch', 'create', 'update', 'watch'], generation: true, custom: true });
+      const apiVersion = `${api.group}/${api.version}`;
+      for (const o of objects) store.put({ apiVersion, kind: api.kind, metadata: { namespace: o.namespace, name: o.name } }, 'talos');
     },
     setNode,
     removeNode: (name) => void nodes.delete(name),
