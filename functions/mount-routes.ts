@@ -15,6 +15,7 @@ import { collectRoutes, healthRoutes } from './collect/routes.ts';
 import { clusterRoutes } from './inventory/clusters.ts';
 import { machineRoutes } from './inventory/machines.ts';
 import { machineConfigRoutes } from './machine-config/routes.ts';
+import { manifestRoutes } from './manifests/routes.ts';
 import { meshRoutes } from './mesh/routes.ts';
 import { tenantRoutes } from './inventory/tenants.ts';
 import { openApiDocument } from './openapi/document.ts';
@@ -59,6 +60,7 @@ export function mountRoutes(app: Hono<AppEnv>, opts: AppOptions): void {
   v1.route('/clusters', upgradeRoutes());
   v1.route('/clusters', upgradeKubernetesRoutes());
   v1.route('/clusters', etcdSnapshotRoutes());
+  v1.route('/clusters', manifestRoutes());
   v1.route('/clusters', meshRoutes());
   v1.route('/runs', runRoutes());
   v1.route('/runs', approveRoutes());

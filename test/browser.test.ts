@@ -3,7 +3,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusters } from '../db/schema/index.ts';
 import { backupExecutor } from '../runner/jobs/backup/executor.ts';
 import type { AppExecutors } from '../runner/jobs/registry.ts';
 import { loadConfig } from '../runner/config.ts';
@@ -214,6 +216,14 @@ describe('dashboard in a browser', () => {
       await page.reload();
       expect(await page.locator(`#health-${machineId}`).textContent()).toBe('unreachable');
       await shot(page, 'desktop-cluster-unreachable');
+
+      // Once bootstrapped, the cluster offers the bootstrap-manifest sync and its preview.
+      expect(await page.locator('#sync-manifests').count()).toBe(0);
+      await host.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, sims.clusterId));
+      await page.reload();
+      expect(await page.getByRole('button', { name: 'Sync manifests' }).isVisible()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Preview manifest sync' }).isVisible()).toBe(true);
+      await shot(page, 'desktop-cluster-bootstrapped');
     } finally {
       await context.close();
       await sims.stop();

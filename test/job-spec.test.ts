@@ -29,7 +29,7 @@ describe('job specs', () => {
 
   it('every registered kind has an executor behind a spec, and a stored run with bad params fails before it runs', async () => {
     const registry = executors();
-    expect(Object.keys(registry).sort()).toEqual(['backup', 'bootstrap', 'collect', 'etcd-defrag', 'etcd-restore', 'etcd-snapshot', 'mesh-repush', 'provision', 'push-cluster', 'push-config', 'upgrade', 'upgrade-kubernetes']);
+    expect(Object.keys(registry).sort()).toEqual(['backup', 'bootstrap', 'collect', 'etcd-defrag', 'etcd-restore', 'etcd-snapshot', 'mesh-repush', 'provision', 'push-cluster', 'push-config', 'sync-manifests', 'upgrade', 'upgrade-kubernetes']);
     const { clusterId, tenantId } = await seedCluster(h);
     // A row as an older runner (or a hand edit) may have left it: the upgrade executor must not see it.
     const run = await h.deps.jobs.enqueue({ kind: upgradeJob.kind, clusterId, tenantId, exclusive: true, params: { talosVersion: 'v1.13.9', batchSize: 0 } });

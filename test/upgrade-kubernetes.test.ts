@@ -114,12 +114,16 @@ describe('Kubernetes upgrade', () => {
     const run = await finishedRun(h, runId);
     expect(run.error).toBeNull();
     expect(run.state).toBe('succeeded');
-    expect(run.result.upgraded).toEqual(STEPS_2CP_1W);
+    // The last step syncs the bootstrap manifests the control planes now render (runner/jobs/manifests).
+    expect(run.result.upgraded).toEqual([...STEPS_2CP_1W, 'bootstrap manifests']);
+    expect(run.result.manifests.created).toBeGreaterThan(0);
+    expect(run.result.manifests.deleted).toBe(0);
     expect(await k8sVersion(h, c)).toBe(TO);
 
     const evs = await events(h, runId);
     const starts = evs.filter((e) => e.type === 'k8s.step.start');
-    expect(starts.map((e) => e.data.step)).toEqual(STEPS_2CP_1W);
+    expect(starts.map((e) => e.data.step)).toEqual([...STEPS_2CP_1W, 'bootstrap manifests']);
+    expect(evs.find((e) => e.type === 'manifests.done').seq).toBeLessThan(evs.find((e) => e.type === 'k8s.done').seq);
     // Strictly one step after another: each is done (running and Ready) before the next starts.
     for (const s of starts.slice(1)) {
       const prev = evs.filter((e) => e.type === 'k8s.step.done' && e.seq < s.seq).at(-1);
@@ -148,6 +152,8 @@ describe('Kubernetes upgrade', () => {
     for (const n of ['cp1', 'cp2', 'w1']) expect(c.sim(n).reboots).toEqual([]);
 
     expect(c.kube.daemonSet('kube-system', 'kube-proxy')?.image).toBe(img('kube-proxy', TO));
+    // The sync applied the DaemonSet as cp1 renders it: the same new image, now in Talos's inventory.
+    expect((c.kube.object('apps/v1', 'DaemonSet', 'kube-system', 'kube-proxy') as Json).metadata.annotations['config.k8s.io/owning-inventory']).toBe('talos-bootstrap-manifests-inventory');
     expect(c.kube.pods('cp2').find((p) => p.name === 'kube-scheduler-cp2')).toMatchObject({ image: img('kube-scheduler', TO), ready: true });
     // A later push of the cluster's config renders the new version too.
     const cfg = await h.call('GET', `/v1/clusters/${c.clusterId}/machines/${c.machineIds.get('cp1')}/config`);
@@ -192,7 +198,7 @@ describe('Kubernetes upgrade', () => {
     const second = await finishedRun(h, await start(h, c));
     expect(second.state).toBe('succeeded');
     expect(second.result.skipped).toEqual(['kube-apiserver on cp1', 'kube-apiserver on cp2', 'kube-controller-manager on cp1', 'kube-controller-manager on cp2']);
-    expect(second.result.upgraded).toEqual(STEPS_2CP_1W.slice(4));
+    expect(second.result.upgraded).toEqual([...STEPS_2CP_1W.slice(4), 'bootstrap manifests']);
     // Skipped steps were not pushed again (cp1: 2 configs and the push before, 3 more now), and nothing was pulled for them.
     expect(c.sim('cp1').receivedConfigs).toHaveLength(6);
     expect(c.sim('cp2').receivedConfigs).toHaveLength(5);
@@ -200,6 +206,27 @@ describe('Kubernetes upgrade', () => {
     expect(await k8sVersion(h, c)).toBe(TO);
     // Done: the cluster's version says it all again.
     expect(await heldComponents(h, c)).toEqual({ cp1: null, cp2: null, w1: null });
+  });
+
+  it('a manifest sync that fails leaves the version unrecorded; the next run skips every step done and only syncs', async () => {
+    const { h, c } = await setup(fleet(1, 0));
+    const claimed = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'coredns', namespace: 'kube-system', annotations: { 'config.k8s.io/owning-inventory': 'argo' } }, spec: { replicas: 1 } };
+    c.kube.putObject(claimed, { manager: 'argo' });
+    const first = await finishedRun(h, await start(h, c));
+    expect(first.state).toBe('failed');
+    expect(first.error).toBe('refusing to sync the bootstrap manifests: Deployment.apps kube-system/coredns belongs to inventory argo');
+    expect(await k8sVersion(h, c)).toBe(FROM);
+    expect(c.kube.object('v1', 'ConfigMap', 'kube-system', 'talos-bootstrap-manifests-inventory')).toBeUndefined();
+
+    // Handed over (its owner's annotation dropped), the next run has nothing left but the sync.
+    c.kube.putObject({ ...claimed, metadata: { name: 'coredns', namespace: 'kube-system' } }, { manager: 'argo', operation: 'Update' });
+    const second = await finishedRun(h, await start(h, c));
+    expect(second.error).toBeNull();
+    expect(second.result.upgraded).toEqual(['bootstrap manifests']);
+    expect(second.result.skipped).toEqual(['kube-apiserver on cp1', 'kube-controller-manager on cp1', 'kube-scheduler on cp1', 'kube-proxy', 'kubelet on cp1']);
+    expect(c.sim('cp1').receivedConfigs).toHaveLength(5);
+    expect(await k8sVersion(h, c)).toBe(TO);
+    expect((c.kube.object('apps/v1', 'Deployment', 'kube-system', 'coredns') as Json).metadata.annotations['config.k8s.io/owning-inventory']).toBe('talos-bootstrap-manifests-inventory');
   });
 
   it('a new run to another release starts from what the stopped one moved, never back from it', async () => {
@@ -303,7 +330,7 @@ describe('Kubernetes upgrade', () => {
     expect(c.kube.pods('cp1').find((p) => p.name === 'kube-apiserver-cp1')).toMatchObject({ image: img('kube-apiserver', TO), ready: true });
     expect(c.sim('cp1').receivedConfigs).toHaveLength(1);
     expect(c.sim('cp2').receivedConfigs).toEqual([]);
-    expect(run.result.remaining).toEqual(STEPS_2CP_1W.slice(1, -1)); // no w1 in this cluster
+    expect(run.result.remaining).toEqual([...STEPS_2CP_1W.slice(1, -1), 'bootstrap manifests']); // no w1 in this cluster
     expect(await k8sVersion(h, c)).toBe(FROM);
   });
 
@@ -466,9 +493,14 @@ describe('dashboard: Upgrade Kubernetes', () => {
     expect(refused.text).toContain('value="1.38.0"');
     expect((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs).toEqual([]);
 
-    const ok = await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on' });
+    const ok = await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on', manifests: 'on' });
     expect(ok.location).toMatch(/^\/runs\//);
     const runs = (await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs;
     expect(runs.map((r: Json) => [r.kind, r.params])).toEqual([['upgrade-kubernetes', { fromVersion: FROM, kubernetesVersion: TO }]]);
+    // Unticked, the box skips the manifest sync (the first run is canceled so the cluster is free).
+    expect((await h.call('POST', `/v1/runs/${runs[0].id}/cancel`)).status).toBe(202);
+    await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on' });
+    const again = (await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs as Json[];
+    expect(again.find((r) => r.id !== runs[0].id)?.params).toEqual({ fromVersion: FROM, kubernetesVersion: TO, manifests: false });
   });
 });

@@ -134,13 +134,29 @@ export function registerRunCommands(program: Command): void {
   waitOpt(
     program
       .command('upgrade-kubernetes')
-      .description('Kubernetes upgrade: static pods across the control planes, kube-proxy, then each kubelet')
+      .description('Kubernetes upgrade: static pods across the control planes, kube-proxy, each kubelet, then the bootstrap manifests')
       .argument('<cluster>', 'cluster name or id')
-      .requiredOption('--to <version>', 'the Kubernetes version, e.g. 1.37.0 (at most one minor up)'),
-  ).action(async (ref: string, opts: WaitOption & { to: string }, cmd: Command) => {
+      .requiredOption('--to <version>', 'the Kubernetes version, e.g. 1.37.0 (at most one minor up)')
+      .option('--no-manifests', 'skip the closing bootstrap-manifest sync')
+      .option('--no-prune-manifests', 'let that sync keep what no manifest names any more'),
+  ).action(async (ref: string, opts: WaitOption & { to: string; manifests: boolean; pruneManifests: boolean }, cmd: Command) => {
     const { api, format, opts: g } = await session(cmd);
     const cluster = await resolveCluster(api, ref, g.tenant);
-    await submitRun(api, format, `/v1/clusters/${cluster.id}/upgrade-kubernetes`, { version: opts.to }, opts);
+    const body = { version: opts.to, ...(opts.manifests ? {} : { manifests: false }), ...(opts.pruneManifests ? {} : { pruneManifests: false }) };
+    await submitRun(api, format, `/v1/clusters/${cluster.id}/upgrade-kubernetes`, body, opts);
+  });
+
+  waitOpt(
+    program
+      .command('sync-manifests')
+      .description("apply the bootstrap manifests the control planes render (server-side apply, prune, wait for rollouts)")
+      .argument('<cluster>', 'cluster name or id')
+      .option('--dry-run', 'report what would be created, configured and deleted; change nothing')
+      .option('--no-prune', 'keep objects no manifest names any more'),
+  ).action(async (ref: string, opts: WaitOption & { dryRun?: boolean; prune: boolean }, cmd: Command) => {
+    const { api, format, opts: g } = await session(cmd);
+    const cluster = await resolveCluster(api, ref, g.tenant);
+    await submitRun(api, format, `/v1/clusters/${cluster.id}/sync-manifests`, { ...(opts.dryRun ? { dryRun: true } : {}), ...(opts.prune ? {} : { prune: false }) }, opts);
   });
 
   waitOpt(

@@ -243,7 +243,11 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     '/clusters/:id/upgrade',
     clusterAction(clusterPath('/upgrade'), (f) => ({ ...pick(f, ['talosVersion']), ...numberField(f, 'batchSize'), etcdSnapshot: f.etcdSnapshot === 'on' }), 'upgrade'),
   );
-  app.post('/clusters/:id/upgrade-kubernetes', clusterAction(clusterPath('/upgrade-kubernetes'), (f) => ({ ...pick(f, ['version']), etcdSnapshot: f.etcdSnapshot === 'on' }), 'upgrade-kubernetes'));
+  app.post(
+    '/clusters/:id/upgrade-kubernetes',
+    clusterAction(clusterPath('/upgrade-kubernetes'), (f) => ({ ...pick(f, ['version']), etcdSnapshot: f.etcdSnapshot === 'on', manifests: f.manifests === 'on' }), 'upgrade-kubernetes'),
+  );
+  app.post('/clusters/:id/sync-manifests', clusterAction(clusterPath('/sync-manifests'), (f) => (f.dryRun === 'on' ? { dryRun: true } : {}), 'sync-manifests'));
   app.post(
     '/clusters/:id/machines/:mid/push-config',
     clusterAction(
@@ -323,6 +327,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const cid = run.cluster ? encodeURIComponent(run.cluster) : '';
     // An upgrade told to skip its etcd snapshot is retried the same way.
     const withoutSnapshot = p.etcdSnapshot === false ? { etcdSnapshot: false } : {};
+    const manifestChoices = { ...(p.manifests === false ? { manifests: false } : {}), ...(p.pruneManifests === false ? { pruneManifests: false } : {}) };
     const call: [string, Record<string, unknown>] | null =
       run.kind === 'provision'
         ? [`/v1/clusters/${cid}/provision`, { mode: p.planRun ? 'plan' : p.mode, ...(p.destroy ? { destroy: true } : {}) }]
@@ -331,7 +336,9 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
           : run.kind === 'upgrade'
             ? [`/v1/clusters/${cid}/upgrade`, { talosVersion: p.talosVersion, ...(p.batchSize ? { batchSize: p.batchSize } : {}), ...withoutSnapshot }]
             : run.kind === 'upgrade-kubernetes'
-              ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion, ...withoutSnapshot }]
+              ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion, ...withoutSnapshot, ...manifestChoices }]
+            : run.kind === 'sync-manifests'
+              ? [`/v1/clusters/${cid}/sync-manifests`, { ...(p.prune === false ? { prune: false } : {}), ...(p.dryRun ? { dryRun: true } : {}) }]
             : run.kind === 'backup'
               ? ['/v1/backups', {}]
               : null;

@@ -13,6 +13,7 @@ import { hookBody, provisionBody } from '../provision/routes.ts';
 import { bootstrapBody, clusterPushBody, pushBody } from '../push-config/routes.ts';
 import { defragBody, restoreBody, snapshotBody } from '../etcd/routes.ts';
 import { meshBody } from '../mesh/routes.ts';
+import { syncManifestsBody } from '../manifests/routes.ts';
 import { eventsQuery, listQuery } from '../runs/routes.ts';
 import { upgradeBody } from '../upgrade/routes.ts';
 import { upgradeKubernetesBody } from '../upgrade/kubernetes-routes.ts';
@@ -92,7 +93,8 @@ export function operations(): Operation[] {
     op({ method: 'delete', path: '/v1/clusters/:id/mesh', tag: 'mesh', summary: 'Turn the mesh off', auth: 'bearer', scope: 'write', answer: 'empty', status: 204 }),
     op({ method: 'post', path: '/v1/clusters/:id/bootstrap', tag: 'push-config', summary: 'Bootstrap etcd on the first configured control plane, once', auth: 'bearer', scope: 'write', body: bootstrapBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/clusters/:id/upgrade', tag: 'upgrade', summary: 'Queue a rolling Talos upgrade', auth: 'bearer', scope: 'write', body: upgradeBody, answer: 'run' }),
-    op({ method: 'post', path: '/v1/clusters/:id/upgrade-kubernetes', tag: 'upgrade', summary: 'Queue a Kubernetes version upgrade (static pods, kube-proxy, then kubelets)', auth: 'bearer', scope: 'write', body: upgradeKubernetesBody, answer: 'run' }),
+    op({ method: 'post', path: '/v1/clusters/:id/upgrade-kubernetes', tag: 'upgrade', summary: 'Queue a Kubernetes version upgrade (static pods, kube-proxy, kubelets, then the bootstrap manifests)', auth: 'bearer', scope: 'write', body: upgradeKubernetesBody, answer: 'run' }),
+    op({ method: 'post', path: '/v1/clusters/:id/sync-manifests', tag: 'upgrade', summary: "Apply the control planes' bootstrap manifests with server-side apply, prune what they no longer name, wait for rollouts (dryRun: report only)", auth: 'bearer', scope: 'write', body: syncManifestsBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/collect', tag: 'health', summary: 'Queue a health collect pass', auth: 'bearer', scope: 'write', body: collectBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/backups', tag: 'ops', summary: 'Queue a backup of the embedded database', auth: 'bearer', scope: 'admin', answer: 'run' }),
     op({ method: 'get', path: '/v1/backups', tag: 'ops', summary: 'List the backup files, newest first', auth: 'bearer', scope: 'admin', answer: 'json' }),

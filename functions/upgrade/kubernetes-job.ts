@@ -13,6 +13,10 @@ export const upgradeKubernetesJob = defineJob(
     etcdSnapshot: z.boolean().optional(),
     /** Upgrade even when the cluster fails the health check before the first step. Absent: false. */
     force: z.boolean().optional(),
+    /** Sync the bootstrap manifests as the last step (runner/jobs/manifests). Absent: true. */
+    manifests: z.boolean().optional(),
+    /** That sync deletes what no manifest names any more. Absent: true. */
+    pruneManifests: z.boolean().optional(),
   }),
 );
 export type UpgradeKubernetesParams = JobParams<typeof upgradeKubernetesJob>;

@@ -23,6 +23,10 @@ export const upgradeKubernetesBody = z.strictObject({
   etcdSnapshot: z.boolean().optional(),
   /** Default false: go on (with a warning) when the cluster is not healthy before the first step. */
   force: z.boolean().optional(),
+  /** Default true: end with the sync of Talos's bootstrap manifests (server-side apply, prune, wait for rollouts). */
+  manifests: z.boolean().optional(),
+  /** Default true: that sync deletes what an earlier one applied and no manifest names any more (talosctl --manifests-no-prune). */
+  pruneManifests: z.boolean().optional(),
 });
 
 /**
@@ -57,7 +61,7 @@ export function upgradeKubernetesRoutes() {
       const uses = removedUsesByMachine(rows.map((m) => ({ name: m.name, role: m.role, documents: renderDocuments(atTarget, { ...m, kubernetesComponents: null }, secrets) })), gone);
       if (uses.length) throw new ApiError(409, 'removed_in_target', `${removedRefusal(target, uses)}; take them out of the cluster's or machines' patches first`, { uses, to: target });
     }
-    const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, { fromVersion: cluster.kubernetesVersion, kubernetesVersion: target, ...(body.etcdSnapshot === false ? { etcdSnapshot: false } : {}), ...(body.force ? { force: true } : {}) }, c.var.principal.tokenId);
+    const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, { fromVersion: cluster.kubernetesVersion, kubernetesVersion: target, ...(body.etcdSnapshot === false ? { etcdSnapshot: false } : {}), ...(body.force ? { force: true } : {}), ...(body.manifests === false ? { manifests: false } : {}), ...(body.pruneManifests === false ? { pruneManifests: false } : {}) }, c.var.principal.tokenId);
     return accepted(c, run);
   });
   return app;

@@ -96,6 +96,7 @@ export const jobSpecs = {
   upgrade: async () => (await import('../../functions/upgrade/job.ts')).upgradeJob,
   'upgrade-kubernetes': async () => (await import('../../functions/upgrade/kubernetes-job.ts')).upgradeKubernetesJob,
   'mesh-repush': async () => (await import('../../functions/mesh/job.ts')).meshRepushJob,
+  'sync-manifests': async () => (await import('../../functions/manifests/job.ts')).syncManifestsJob,
 } as const;
 
 /** Every run kind the worker can execute. */
@@ -114,6 +115,7 @@ export function executors(): AppExecutors {
     bindLazy('upgrade', s.upgrade, async () => (await import('./upgrade/executor.ts')).upgradeExecutor),
     bindLazy('upgrade-kubernetes', s['upgrade-kubernetes'], async () => (await import('./upgrade-kubernetes/executor.ts')).upgradeKubernetesExecutor),
     bindLazy('mesh-repush', s['mesh-repush'], async () => (await import('./mesh/repush.ts')).meshRepushExecutor),
+    bindLazy('sync-manifests', s['sync-manifests'], async () => (await import('./manifests/executor.ts')).syncManifestsExecutor),
   ]);
 }
 

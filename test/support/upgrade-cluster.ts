@@ -109,18 +109,22 @@ export interface Started {
   h?: Harness;
   worker?: Worker;
   cluster?: UpgradeCluster;
+  /** The kube sim's link to the Talos sims (test/sim/kube/talos-link.ts), stopped first. */
+  link?: { stop(): void };
 }
 
-/** Registers an afterEach that stops the worker, then the sims, then the harness, and forgets them. */
+/** Registers an afterEach that stops the link, the worker, then the sims, then the harness, and forgets them. */
 export function stoppedAfterEach(): Started {
   const started: Started = {};
   afterEach(async () => {
+    started.link?.stop();
     await started.worker?.stop(0);
     await started.cluster?.stop();
     await started.h?.close();
     delete started.worker;
     delete started.cluster;
     delete started.h;
+    delete started.link;
   });
   return started;
 }

@@ -130,6 +130,12 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             <input type="hidden" name="mode" value="apply" />
           </ActionButton>
           {!cluster.bootstrapped && <ActionButton v={v} action={`/clusters/${cid}/bootstrap`} label="Bootstrap" kind="secondary" id="bootstrap" />}
+          {cluster.bootstrapped && <ActionButton v={v} action={`/clusters/${cid}/sync-manifests`} label="Sync manifests" kind="secondary" id="sync-manifests" />}
+          {cluster.bootstrapped && (
+            <ActionButton v={v} action={`/clusters/${cid}/sync-manifests`} label="Preview manifest sync" kind="secondary" id="sync-manifests-dry">
+              <input type="hidden" name="dryRun" value="on" />
+            </ActionButton>
+          )}
           <ActionButton v={v} action={`/clusters/${cid}/destroy`} label="Plan destroy" kind="danger" />
         </div>
         <p class="downloads">
@@ -176,6 +182,10 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             />
           </div>
           <SnapshotFirst id="k8s-snap" checked={failedForm === 'upgrade-kubernetes' ? values.etcdSnapshot === 'on' : true} />
+          <div class="field check">
+            <input id="k8s-manifests" type="checkbox" name="manifests" value="on" checked={failedForm === 'upgrade-kubernetes' ? values.manifests === 'on' : true} />
+            <label for="k8s-manifests">Sync the bootstrap manifests at the end</label>
+          </div>
           <button type="submit">Upgrade Kubernetes</button>
         </form>
       </section>

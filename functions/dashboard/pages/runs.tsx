@@ -37,7 +37,7 @@ export function awaitsApproval(run: Json): boolean {
 }
 
 /** Kinds the dashboard can start again with the same parameters. */
-export const RETRYABLE = new Set(['provision', 'bootstrap', 'upgrade', 'upgrade-kubernetes', 'backup']);
+export const RETRYABLE = new Set(['provision', 'bootstrap', 'upgrade', 'upgrade-kubernetes', 'sync-manifests', 'backup']);
 
 const GROUP_LABEL: Record<DiffGroup, [string, string]> = {
   add: ['+', 'will be created'],

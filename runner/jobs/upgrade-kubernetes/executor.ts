@@ -26,6 +26,11 @@ import { checkRemoved } from './removed.ts';
 import { snapshotBeforeUpgrade } from '../etcd/snapshot.ts';
 import { readKubeState } from './kube.ts';
 import { pendingReason, planSteps, runStep, stepLabel, type Step, type StepContext, type Target } from './steps.ts';
+import { syncAndReport, syncOptions } from '../manifests/executor.ts';
+import type { ManifestSyncResult } from '../manifests/sync.ts';
+
+/** The last step's label: the sync of Talos's bootstrap manifests (runner/jobs/manifests). */
+const MANIFESTS_STEP = 'bootstrap manifests';
 
 export interface UpgradeKubernetesResult {
   from: string;
@@ -36,6 +41,8 @@ export interface UpgradeKubernetesResult {
   /** Steps left for a later run when this one was canceled. */
   remaining: string[];
   clusterVersionUpdated: boolean;
+  /** What the closing manifest sync did; null when it was skipped (`manifests: false`). */
+  manifests: ManifestSyncResult['counts'] | null;
 }
 
 
@@ -91,7 +98,8 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
   const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, run.clusterId!)).get();
   if (!cluster) throw new RunError('cluster no longer exists');
   const from = cluster.kubernetesVersion;
-  const result: UpgradeKubernetesResult = { from, kubernetesVersion: version, upgraded: [], skipped: [], remaining: [], clusterVersionUpdated: false };
+  const result: UpgradeKubernetesResult = { from, kubernetesVersion: version, upgraded: [], skipped: [], remaining: [], clusterVersionUpdated: false, manifests: null };
+  const withManifests = params.manifests !== false;
   if (from === version) {
     await emit({ type: 'k8s.done', message: `the cluster already runs Kubernetes ${version}`, data: { upgraded: [], skipped: [] } });
     return result;
@@ -143,12 +151,12 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
     await emit({
       type: 'k8s.plan',
       message: `upgrading Kubernetes ${from} → ${version}: ${pending.size} of ${steps.length} steps to do`,
-      data: { from, to: version, steps: steps.map((s) => ({ step: stepLabel(s), image: s.image, done: !pending.has(s) })) },
+      data: { from, to: version, steps: steps.map((s) => ({ step: stepLabel(s), image: s.image, done: !pending.has(s) })), manifests: withManifests },
     });
 
     const stopped = async (index: number): Promise<UpgradeKubernetesResult> => {
       hard.throwIfAborted();
-      result.remaining = steps.slice(index).filter((s) => pending.has(s)).map(stepLabel);
+      result.remaining = [...steps.slice(index).filter((s) => pending.has(s)).map(stepLabel), ...(withManifests ? [MANIFESTS_STEP] : [])];
       await emit({ level: 'warn', type: 'k8s.stopped', message: `canceled; not done: ${result.remaining.join(', ') || 'none'}`, data: { remaining: result.remaining } });
       return result;
     };
@@ -171,6 +179,19 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
       result.upgraded.push(label);
       const elapsedMs = Math.round(performance.now() - started);
       await emit({ type: 'k8s.step.done', message: `${label}: on ${version} and ready`, data: { step: label, component: step.component, node, elapsedMs } });
+    }
+    // Last, as talosctl: the manifests the control planes now render (kube-proxy's image among
+    // them) applied, pruned and rolled out. A failure leaves the version unrecorded, so the next
+    // run skips every step done and syncs again.
+    if (withManifests) {
+      if (signal.aborted) return await stopped(steps.length);
+      const started = performance.now();
+      await emit({ type: 'k8s.step.start', message: `${MANIFESTS_STEP}: sync with server-side apply`, data: { step: MANIFESTS_STEP } });
+      // Like every step, a cancel lets it finish: `signal` is the hard one here too.
+      const synced = await syncAndReport({ access, kube, controlPlanes: controlPlanes.map((m) => ({ name: m.name, address: m.address })), hard, signal: hard, emit }, syncOptions(timings, { prune: params.pruneManifests !== false }), emit);
+      result.manifests = synced.counts;
+      result.upgraded.push(MANIFESTS_STEP);
+      await emit({ type: 'k8s.step.done', message: `${MANIFESTS_STEP}: in sync`, data: { step: MANIFESTS_STEP, elapsedMs: Math.round(performance.now() - started) } });
     }
   } finally {
     kube.close();

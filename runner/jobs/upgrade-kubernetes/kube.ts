@@ -103,7 +103,8 @@ export async function kubeProxy(w: KubeWriter, signal: AbortSignal): Promise<Dae
 /**
  * Sets the kube-proxy container's image with a strategic merge patch: Talos applies its bootstrap
  * manifests only when a cluster is created, so a new `cluster.proxy.image` reaches the DaemonSet
- * only this way (talosctl's manifest sync does the same for every manifest).
+ * this way, as talosctl's kube-proxy step does. The manifest sync at the end of the upgrade
+ * (runner/jobs/manifests) then applies the whole DaemonSet as Talos renders it.
  */
 export async function setKubeProxyImage(w: KubeWriter, image: string, signal: AbortSignal): Promise<void> {
   const body = { spec: { template: { spec: { containers: [{ name: 'kube-proxy', image }] } } } };

@@ -8,6 +8,7 @@ export const DEFAULT_UPGRADE_TIMINGS: UpgradeTimings = {
   pollMs: 2_000,
   kubeDeadlineMs: 10_000,
   readConcurrency: 16,
+  manifestWaitMs: 5 * 60_000,
 };
 
 export function upgradeTimings(settings: Pick<Settings, 'upgrade'>): UpgradeTimings {

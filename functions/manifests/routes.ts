@@ -1,0 +1,38 @@
+import { eq } from 'drizzle-orm';
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { machines } from '../../db/schema/index.ts';
+import { requireScope } from '../auth.ts';
+import { ApiError, conflict } from '../../lib/http/errors.ts';
+import { parseWith, readJson } from '../../lib/http/validate.ts';
+import type { AppEnv } from '../context.ts';
+import { loadCluster } from '../inventory/load.ts';
+import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
+import { syncManifestsJob } from './job.ts';
+
+export const syncManifestsBody = z.strictObject({
+  /** Default true: delete what an earlier sync applied and no manifest names any more. */
+  prune: z.boolean().optional(),
+  /** Default false: only report what would be created, configured and deleted. */
+  dryRun: z.boolean().optional(),
+});
+
+/**
+ * `POST /v1/clusters/:id/sync-manifests {prune?, dryRun?}`: applies the bootstrap manifests the
+ * control planes render from their configs (after a Talos upgrade, or a change of the CNI, CoreDNS
+ * or inline manifests), as a Kubernetes upgrade does at its end.
+ */
+export function manifestRoutes() {
+  const app = new Hono<AppEnv>();
+  app.post('/:id/sync-manifests', requireScope('write'), async (c) => {
+    const cluster = await loadCluster(c, c.req.param('id'));
+    const body = (await c.req.text()).length ? await readJson(c, syncManifestsBody) : parseWith(syncManifestsBody, {});
+    if (cluster.bootstrappedAt === null) throw new ApiError(409, 'not_bootstrapped', 'the cluster has no Kubernetes yet: bootstrap it first');
+    const rows = await c.var.deps.db.select({ role: machines.role }).from(machines).where(eq(machines.clusterId, cluster.id));
+    if (!rows.some((m) => m.role === 'controlplane')) throw conflict('the cluster has no control plane');
+    const params = { ...(body.prune === false ? { prune: false } : {}), ...(body.dryRun ? { dryRun: true } : {}) };
+    const run = await enqueueClusterRun(c.var.deps, cluster, syncManifestsJob, params, c.var.principal.tokenId);
+    return accepted(c, run);
+  });
+  return app;
+}

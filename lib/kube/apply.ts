@@ -1,0 +1,45 @@
+// Server-side apply and the reads and deletes around it, for one object at a known path
+// (lib/kube/discovery.ts). The server merges and owns the result; this side only says who applies
+// (the field manager) and whether fields another manager set may be taken over (force).
+import type { KubeWriter } from './drain.ts';
+import { httpError, KubeApiError } from './errors.ts';
+import type { KubeObject } from './object-ref.ts';
+
+/** What the server holds: the object with its metadata (resourceVersion, generation, annotations). */
+export type StoredObject = KubeObject & { metadata: KubeObject['metadata'] & { resourceVersion?: string; generation?: number } };
+
+const endpoint = (w: KubeWriter, method: string, path: string): string => `${method} ${w.server}${path.split('?')[0]}`;
+
+export async function getObject(w: KubeWriter, path: string, signal: AbortSignal): Promise<StoredObject | undefined> {
+  const r = await w.request('GET', path, { signal });
+  if (r.status === 404) return undefined;
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'GET', path), r.status, r.body);
+  return r.body as StoredObject;
+}
+
+export interface ApplyOptions {
+  fieldManager: string;
+  /** Take over fields another manager set (talosctl's sync does: Talos's objects are Talos's). */
+  force: boolean;
+  /** The server validates and answers the would-be result, and stores nothing. */
+  dryRun?: boolean;
+  signal: AbortSignal;
+}
+
+/** Applies `obj` (as JSON, which the apply-patch YAML media type accepts); the server's result. */
+export async function applyObject(w: KubeWriter, path: string, obj: KubeObject, opts: ApplyOptions): Promise<StoredObject> {
+  const query = new URLSearchParams({ fieldManager: opts.fieldManager, force: String(opts.force) });
+  if (opts.dryRun) query.set('dryRun', 'All');
+  const r = await w.request('PATCH', `${path}?${query}`, { body: obj, contentType: 'application/apply-patch+yaml', signal: opts.signal });
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'PATCH', path), r.status, r.body);
+  if (!r.body || typeof r.body !== 'object') throw new KubeApiError('http', `${endpoint(w, 'PATCH', path)}: the server answered no object`);
+  return r.body as StoredObject;
+}
+
+/** Deletes with background propagation (dependents go after); false when it was already gone. */
+export async function deleteObject(w: KubeWriter, path: string, signal: AbortSignal): Promise<boolean> {
+  const r = await w.request('DELETE', `${path}?propagationPolicy=Background`, { signal });
+  if (r.status === 404) return false;
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'DELETE', path), r.status, r.body);
+  return true;
+}

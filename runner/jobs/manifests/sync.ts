@@ -1,0 +1,301 @@
+// The bootstrap-manifest sync that ends `talosctl upgrade-k8s`: the manifests a control plane
+// renders from its config (kube-proxy, CoreDNS, the CNI, RBAC, inline manifests) are applied to
+// the cluster with server-side apply as field manager `talos`, recorded in Talos's inventory
+// ConfigMap, objects an earlier sync applied and the manifests no longer name are pruned, and the
+// workloads that changed are waited for. Talos itself applies them only once, at bootstrap.
+//
+// Object contents never reach an event or an error: the manifests carry the cluster's bootstrap
+// token Secret. Only kinds, names and manifest ids are reported.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { errorMessage } from '../../../lib/errors.ts';
+import { RunError } from '../../../lib/jobs/executor.ts';
+import type { RunEventInput } from '../../../lib/jobs/types.ts';
+import { applyObject, deleteObject, getObject, type StoredObject } from '../../../lib/kube/apply.ts';
+import { objectPath, restMapper, type ResourceMapping, type RestMapper } from '../../../lib/kube/discovery.ts';
+import type { KubeWriter } from '../../../lib/kube/drain.ts';
+import { describeRef, parseRefKey, refKey, refOf, sameRef, type KubeObject, type ObjectRef } from '../../../lib/kube/object-ref.ts';
+import { bootstrapManifestObjects, MANIFEST_TYPE, MANIFESTS_NAMESPACE } from '../../../lib/talos/manifests.ts';
+import type { ClusterAccess } from '../cluster-access.ts';
+import { isWorkload, rolloutOf, type Rollout } from './rollout.ts';
+import { sameContent } from './content.ts';
+
+/** Talos's own names (pkg/machinery/constants), so talosctl and RezusCloud share one inventory and one owner. */
+export const FIELD_MANAGER = 'talos';
+export const INVENTORY_NAMESPACE = 'kube-system';
+export const INVENTORY_NAME = 'talos-bootstrap-manifests-inventory';
+export const INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory';
+
+export type ManifestAction = 'created' | 'configured' | 'unchanged' | 'deleted';
+
+export interface ManifestChange {
+  object: string;
+  action: ManifestAction;
+  /** The Talos manifest it came from; absent for a pruned object. */
+  manifest?: string;
+}
+
+export interface ManifestSyncResult {
+  /** The control plane whose manifests were applied. */
+  source: string;
+  dryRun: boolean;
+  changes: ManifestChange[];
+  counts: Record<ManifestAction, number>;
+}
+
+export interface ManifestSyncOptions {
+  /** Delete what an earlier sync applied and the manifests no longer name (talosctl: on unless --manifests-no-prune). */
+  prune: boolean;
+  /** Ask the server what would change; store nothing. */
+  dryRun: boolean;
+  /** How long changed workloads may take to roll out; 0 does not wait. */
+  waitMs: number;
+  pollMs: number;
+  callDeadlineMs: number;
+}
+
+export interface ManifestSyncContext {
+  access: ClusterAccess;
+  kube: KubeWriter;
+  /** Asked in order until one lists its manifests. */
+  controlPlanes: Array<{ name: string; address: string }>;
+  /** Aborted when the run must stop at once. */
+  hard: AbortSignal;
+  /** Aborted on a cancel too: the sync stops before its next write. */
+  signal: AbortSignal;
+  emit(event: RunEventInput): Promise<void>;
+}
+
+interface Planned {
+  ref: ObjectRef;
+  manifest: string;
+  object: KubeObject;
+  mapping?: ResourceMapping;
+  before?: StoredObject;
+}
+
+/** Cluster-wide definitions first, then what workloads read, then the rest (go-kubernetes' stages). */
+function stageOf(ref: ObjectRef): number {
+  if (ref.kind === 'CustomResourceDefinition' || ref.kind === 'Namespace' || ref.kind === 'ClusterRole' || ref.kind.endsWith('Class')) return 0;
+  if (ref.group === '' && (ref.kind === 'ConfigMap' || ref.kind === 'Secret')) return 1;
+  return 2;
+}
+
+const inventoryMapping: ResourceMapping = { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true };
+const inventoryPath = objectPath(inventoryMapping, INVENTORY_NAMESPACE, INVENTORY_NAME);
+
+async function readManifests(ctx: ManifestSyncContext, o: ManifestSyncOptions): Promise<{ source: string; planned: Planned[] }> {
+  const failures: string[] = [];
+  for (const cp of ctx.controlPlanes) {
+    try {
+      const resources = await ctx.access.withTalos(cp.address, (c) => c.listResources({ namespace: MANIFESTS_NAMESPACE, type: MANIFEST_TYPE }, { deadlineMs: o.callDeadlineMs, signal: ctx.hard }));
+      // None at all is a node that has not rendered them (yet): syncing nothing would prune everything.
+      if (resources.length === 0) {
+        failures.push(`${cp.name}: lists no bootstrap manifests`);
+        continue;
+      }
+      const planned = bootstrapManifestObjects(resources).map(({ manifest, object }) => {
+        const obj = object as KubeObject;
+        return { ref: refOf(obj), manifest, object: obj };
+      });
+      return { source: cp.name, planned: dedupe(planned) };
+    } catch (err) {
+      ctx.hard.throwIfAborted();
+      failures.push(`${cp.name}: ${errorMessage(err)}`);
+    }
+  }
+  throw new RunError(`cannot read the bootstrap manifests from any control plane: ${failures.join('; ')}`, { problems: failures });
+}
+
+/** An object named twice (an inline manifest repeating a Talos one) is applied once, as its last definition. */
+function dedupe(planned: Planned[]): Planned[] {
+  const last = new Map<string, Planned>();
+  for (const p of planned) last.set(refKey(p.ref), p);
+  return [...last.values()];
+}
+
+async function readInventory(ctx: ManifestSyncContext): Promise<ObjectRef[]> {
+  const cm = await getObject(ctx.kube, inventoryPath, ctx.hard);
+  const keys = Object.keys((cm?.['data'] as Record<string, string> | undefined) ?? {});
+  const refs: ObjectRef[] = [];
+  for (const key of keys) {
+    const ref = parseRefKey(key);
+    if (ref) refs.push(ref);
+    else await ctx.emit({ level: 'warn', type: 'manifests.inventory', message: `ignoring an inventory entry that names no object: ${key}` });
+  }
+  return refs;
+}
+
+async function writeInventory(ctx: ManifestSyncContext, refs: ObjectRef[]): Promise<void> {
+  const data = Object.fromEntries(refs.map((r) => [refKey(r), '']));
+  const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE }, data };
+  await applyObject(ctx.kube, inventoryPath, cm, { fieldManager: FIELD_MANAGER, force: true, signal: ctx.hard });
+}
+
+const union = (a: ObjectRef[], b: ObjectRef[]): ObjectRef[] => [...a, ...b.filter((r) => !a.some((x) => sameRef(x, r)))];
+
+/** talosctl's default policy, AdoptIfNoInventory: take over objects nobody's inventory claims, never another inventory's. */
+function claimedElsewhere(obj: StoredObject | undefined): string | undefined {
+  const owner = obj?.metadata.annotations?.[INVENTORY_ANNOTATION];
+  return owner && owner !== INVENTORY_NAME ? owner : undefined;
+}
+
+async function mapAll(mapper: RestMapper, planned: Planned[], allowMissing: (p: Planned) => boolean): Promise<void> {
+  const missing: string[] = [];
+  for (const p of planned) {
+    p.mapping ??= await mapper.mapping(p.object.apiVersion, p.object.kind);
+    if (!p.mapping && !allowMissing(p)) missing.push(`${describeRef(p.ref)} (${p.object.apiVersion}, manifest ${p.manifest})`);
+  }
+  if (missing.length) throw new RunError(`the Kubernetes API serves no such kind for: ${missing.join('; ')}`, { objects: missing });
+}
+
+const pathOf = (p: Planned): string => objectPath(p.mapping!, p.ref.namespace, p.ref.name);
+
+/**
+ * A kind a CustomResourceDefinition just applied defines is served once the server has
+ * established it, a moment later: its objects wait for that (bounded), then fail as unserved.
+ */
+async function untilServed(ctx: ManifestSyncContext, mapper: RestMapper, stage: Planned[], o: ManifestSyncOptions): Promise<void> {
+  const end = Date.now() + Math.max(o.waitMs, o.pollMs);
+  for (;;) {
+    await mapAll(mapper, stage, () => true);
+    if (stage.every((p) => p.mapping) || Date.now() + o.pollMs > end) return mapAll(mapper, stage, () => false);
+    await sleep(o.pollMs, undefined, { signal: ctx.hard }).catch(() => ctx.hard.throwIfAborted());
+    mapper.reset();
+  }
+}
+
+export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOptions): Promise<ManifestSyncResult> {
+  const { source, planned } = await readManifests(ctx, o);
+  const mapper = restMapper(ctx.kube, ctx.hard);
+  // Kinds a CustomResourceDefinition of this same set defines are served only once it is applied.
+  const definedHere = new Set(planned.filter((p) => p.ref.kind === 'CustomResourceDefinition').map((p) => String((p.object['spec'] as { group?: string } | undefined)?.group ?? '')));
+  await mapAll(mapper, planned, (p) => definedHere.has(p.ref.group));
+  const inventory = await readInventory(ctx);
+  await ctx.emit({
+    type: 'manifests.plan',
+    message: `${planned.length} objects in the bootstrap manifests of ${source}${o.dryRun ? ' (dry run)' : ''}; the inventory holds ${inventory.length}`,
+    data: { source, objects: planned.length, inventory: inventory.length, dryRun: o.dryRun },
+  });
+
+  for (const p of planned) if (p.mapping) p.before = await getObject(ctx.kube, pathOf(p), ctx.hard);
+  const claimed = planned.filter((p) => claimedElsewhere(p.before)).map((p) => `${describeRef(p.ref)} belongs to inventory ${claimedElsewhere(p.before)}`);
+  if (claimed.length) throw new RunError(`refusing to sync the bootstrap manifests: ${claimed.join('; ')}`, { objects: claimed });
+
+  // Recorded before anything is applied: a sync that dies half-way leaves every object it may have
+  // created in the inventory, so the next one can still prune it. A ref that was never created is
+  // dropped when pruning finds it gone.
+  let recorded = union(inventory, planned.map((p) => p.ref));
+  if (!o.dryRun) await writeInventory(ctx, recorded);
+
+  const changes: ManifestChange[] = [];
+  const changed: Planned[] = [];
+  // What a dry run cannot ask the server about: objects of a kind, or in a namespace, that this
+  // same sync would create first. They would be created.
+  const newNamespaces = new Set(planned.filter((p) => p.ref.group === '' && p.ref.kind === 'Namespace' && !p.before).map((p) => p.ref.name));
+  const unaskable = (p: Planned): boolean => o.dryRun && (!p.mapping || newNamespaces.has(p.ref.namespace));
+  const stages = [0, 1, 2].map((s) => planned.filter((p) => stageOf(p.ref) === s));
+  for (const [s, stage] of stages.entries()) {
+    if (s > 0 && stages[0]!.some((p) => p.ref.kind === 'CustomResourceDefinition')) {
+      mapper.reset();
+      if (o.dryRun) await mapAll(mapper, stage, () => true);
+      else await untilServed(ctx, mapper, stage, o);
+    }
+    for (const p of stage) {
+      ctx.signal.throwIfAborted();
+      const action = unaskable(p) ? 'created' : await applyOne(ctx, p, o.dryRun);
+      changes.push({ object: describeRef(p.ref), action, manifest: p.manifest });
+      if (action !== 'unchanged') changed.push(p);
+      await ctx.emit({
+        type: 'manifests.apply',
+        message: `${o.dryRun ? 'would be ' : ''}${action}: ${describeRef(p.ref)} (${p.manifest})`,
+        data: { object: describeRef(p.ref), action, manifest: p.manifest, dryRun: o.dryRun },
+      });
+    }
+  }
+
+  if (o.prune) recorded = await prune(ctx, mapper, recorded, planned, changes, o.dryRun);
+  if (!o.dryRun) await writeInventory(ctx, recorded);
+  if (!o.dryRun && o.waitMs > 0) await waitForRollouts(ctx, changed, o);
+
+  const counts: Record<ManifestAction, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
+  for (const c of changes) counts[c.action]++;
+  return { source, dryRun: o.dryRun, changes, counts };
+}
+
+async function applyOne(ctx: ManifestSyncContext, p: Planned, dryRun: boolean): Promise<Exclude<ManifestAction, 'deleted'>> {
+  const annotated: KubeObject = { ...p.object, metadata: { ...p.object.metadata, annotations: { ...p.object.metadata.annotations, [INVENTORY_ANNOTATION]: INVENTORY_NAME } } };
+  let after: StoredObject;
+  try {
+    after = await applyObject(ctx.kube, pathOf(p), annotated, { fieldManager: FIELD_MANAGER, force: true, dryRun, signal: ctx.hard });
+  } catch (err) {
+    ctx.hard.throwIfAborted();
+    throw new RunError(`applying ${describeRef(p.ref)} (manifest ${p.manifest}) failed: ${errorMessage(err)}`, { object: describeRef(p.ref), manifest: p.manifest });
+  }
+  if (!p.before) return 'created';
+  // A real apply that changed nothing keeps the resourceVersion; a dry run never moves it, so its result is compared.
+  if (!dryRun) return after.metadata.resourceVersion === p.before.metadata.resourceVersion ? 'unchanged' : 'configured';
+  return sameContent(p.before, after) ? 'unchanged' : 'configured';
+}
+
+async function prune(ctx: ManifestSyncContext, mapper: RestMapper, recorded: ObjectRef[], planned: Planned[], changes: ManifestChange[], dryRun: boolean): Promise<ObjectRef[]> {
+  let kept = recorded;
+  const refused: string[] = [];
+  for (const ref of recorded) {
+    if (planned.some((p) => sameRef(p.ref, ref))) continue;
+    ctx.signal.throwIfAborted();
+    const mapping = await mapper.mappingOf(ref);
+    const drop = (): void => void (kept = kept.filter((r) => !sameRef(r, ref)));
+    if (!mapping) {
+      // Its kind is no longer served (a CRD removed): nothing of it can be left to delete.
+      drop();
+      continue;
+    }
+    const path = objectPath(mapping, ref.namespace, ref.name);
+    const current = await getObject(ctx.kube, path, ctx.hard);
+    if (!current) {
+      drop();
+      continue;
+    }
+    const owner = claimedElsewhere(current);
+    if (owner) {
+      refused.push(`${describeRef(ref)} belongs to inventory ${owner}`);
+      continue;
+    }
+    if (!dryRun) await deleteObject(ctx.kube, path, ctx.hard);
+    drop();
+    changes.push({ object: describeRef(ref), action: 'deleted' });
+    await ctx.emit({ type: 'manifests.prune', message: `${dryRun ? 'would be ' : ''}deleted: ${describeRef(ref)} (no manifest names it any more)`, data: { object: describeRef(ref), dryRun } });
+  }
+  if (refused.length) {
+    if (!dryRun) await writeInventory(ctx, kept);
+    throw new RunError(`not pruned: ${refused.join('; ')}`, { objects: refused });
+  }
+  return kept;
+}
+
+async function waitForRollouts(ctx: ManifestSyncContext, changed: Planned[], o: ManifestSyncOptions): Promise<void> {
+  let waiting = changed.filter((p) => isWorkload(p.ref));
+  if (waiting.length === 0) return;
+  await ctx.emit({ type: 'manifests.wait', message: `waiting up to ${Math.round(o.waitMs / 1000)} s for ${waiting.map((p) => describeRef(p.ref)).join(', ')} to roll out`, data: { objects: waiting.map((p) => describeRef(p.ref)) } });
+  const end = Date.now() + o.waitMs;
+  const last = new Map<Planned, Rollout>();
+  for (;;) {
+    const pending: Planned[] = [];
+    for (const p of waiting) {
+      const now = await getObject(ctx.kube, pathOf(p), ctx.hard);
+      const r = now ? rolloutOf(now) : undefined;
+      if (!r) continue;
+      last.set(p, r);
+      if (r.done) await ctx.emit({ type: 'manifests.ready', message: `rolled out: ${describeRef(p.ref)}`, data: { object: describeRef(p.ref) } });
+      else pending.push(p);
+    }
+    waiting = pending;
+    if (waiting.length === 0) return;
+    if (Date.now() + o.pollMs > end) {
+      const what = waiting.map((p) => `${describeRef(p.ref)} (${last.get(p)?.progress ?? 'no status'})`);
+      throw new RunError(`not rolled out within ${Math.round(o.waitMs / 1000)} s: ${what.join('; ')}`, { objects: what });
+    }
+    // A cancel ends the wait too: what it waits for is applied already.
+    await sleep(o.pollMs, undefined, { signal: ctx.signal }).catch(() => ctx.signal.throwIfAborted());
+  }
+}

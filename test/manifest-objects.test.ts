@@ -1,0 +1,58 @@
+// The pure parts of the bootstrap-manifest sync: inventory keys as cli-utils writes them, rollout
+// verdicts as kstatus gives them, and the content comparison a dry run decides by.
+import { describe, expect, it } from 'vitest';
+import { describeRef, parseRefKey, refKey, refOf } from '../lib/kube/object-ref.ts';
+import { objectPath } from '../lib/kube/discovery.ts';
+import { rolloutOf } from '../runner/jobs/manifests/rollout.ts';
+import { sameContent } from '../runner/jobs/manifests/content.ts';
+
+describe('inventory keys', () => {
+  it('writes namespace_name_group_kind, core group empty, colons of RBAC names as __, and reads them back', () => {
+    const ds = refOf({ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kube-proxy', namespace: 'kube-system' } });
+    expect(refKey(ds)).toBe('kube-system_kube-proxy_apps_DaemonSet');
+    const crb = refOf({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'system:talos-node:bootstrap' } });
+    expect(refKey(crb)).toBe('_system__talos-node__bootstrap_rbac.authorization.k8s.io_ClusterRoleBinding');
+    const cm = refOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'coredns', namespace: 'kube-system' } });
+    expect(refKey(cm)).toBe('kube-system_coredns__ConfigMap');
+    for (const r of [ds, crb, cm]) expect(parseRefKey(refKey(r))).toEqual(r);
+  });
+
+  it('rejects keys that name no object', () => {
+    for (const bad of ['', 'nounderscore', 'ns_name', 'ns__apps_Kind', 'ns_a_b_c_apps_Kind', 'ns_name_apps_']) expect(parseRefKey(bad)).toBeUndefined();
+  });
+
+  it('describes and locates objects the way the API does', () => {
+    expect(describeRef({ group: 'apps', kind: 'Deployment', namespace: 'kube-system', name: 'coredns' })).toBe('Deployment.apps kube-system/coredns');
+    expect(describeRef({ group: '', kind: 'Namespace', namespace: '', name: 'x' })).toBe('Namespace x');
+    expect(objectPath({ apiVersion: 'apps/v1', kind: 'Deployment', resource: 'deployments', namespaced: true }, 'kube-system', 'coredns')).toBe('/apis/apps/v1/namespaces/kube-system/deployments/coredns');
+    expect(objectPath({ apiVersion: 'v1', kind: 'Namespace', resource: 'namespaces', namespaced: false }, '', 'a:b')).toBe('/api/v1/namespaces/a%3Ab');
+  });
+});
+
+describe('rollout verdicts', () => {
+  const deployment = (gen: number, status: Record<string, number>, replicas = 2) => ({ kind: 'Deployment', metadata: { generation: gen }, spec: { replicas }, status });
+
+  it('a Deployment is rolled out when the controller saw its spec and every replica is updated and available, with no old one left', () => {
+    expect(rolloutOf(deployment(2, { observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))?.done).toBe(true);
+    expect(rolloutOf(deployment(3, { observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))).toEqual({ done: false, progress: 'the controller has not seen the new spec yet' });
+    expect(rolloutOf(deployment(2, { observedGeneration: 2, replicas: 3, updatedReplicas: 2, availableReplicas: 2 }))?.done).toBe(false);
+    expect(rolloutOf(deployment(2, { observedGeneration: 2, replicas: 2, updatedReplicas: 1, availableReplicas: 2 }))).toEqual({ done: false, progress: '1 of 2 updated, 2 available' });
+  });
+
+  it('a DaemonSet counts its scheduled pods; other kinds have no rollout', () => {
+    const ds = (status: Record<string, number>) => ({ kind: 'DaemonSet', metadata: { generation: 1 }, status: { observedGeneration: 1, ...status } });
+    expect(rolloutOf(ds({ desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberAvailable: 3 }))?.done).toBe(true);
+    expect(rolloutOf(ds({ desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberAvailable: 2 }))?.done).toBe(false);
+    expect(rolloutOf({ kind: 'ConfigMap', metadata: {} })).toBeUndefined();
+  });
+});
+
+describe('content comparison', () => {
+  it('ignores what the server keeps about an object, not what it says', () => {
+    const a = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', resourceVersion: '1', managedFields: [{ manager: 'a' }], labels: { l: '1' } }, data: { k: 'v' } };
+    const b = { ...a, metadata: { ...a.metadata, resourceVersion: '7', managedFields: [] }, status: { anything: true } };
+    expect(sameContent(a, b)).toBe(true);
+    expect(sameContent(a, { ...a, data: { k: 'w' } })).toBe(false);
+    expect(sameContent(a, { ...a, metadata: { ...a.metadata, labels: { l: '2' } } })).toBe(false);
+  });
+});

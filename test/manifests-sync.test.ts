@@ -1,0 +1,275 @@
+// The bootstrap-manifest sync (POST /v1/clusters/:id/sync-manifests, and the last step of a
+// Kubernetes upgrade) against Talos sims that list the manifests their configs render (COSI
+// State/List over mTLS) and a kube sim that serves discovery and server-side apply.
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { clusters, machines } from '../db/schema/index.ts';
+import type { Deps } from '../functions/context.ts';
+import { syncManifestsJob } from '../functions/manifests/job.ts';
+import { pushConfigJob } from '../functions/push-config/job.ts';
+import { loadKubernetesClient } from '../lib/kube/index.ts';
+import { syncManifestsExecutor } from '../runner/jobs/manifests/executor.ts';
+import { pushConfigExecutor } from '../runner/jobs/push-config/executor.ts';
+import { bind } from '../runner/jobs/registry.ts';
+import { createWorker } from '../runner/worker.ts';
+import { linkKubeToTalos } from './sim/kube/talos-link.ts';
+import type { Json } from './support/api-caller.ts';
+import { FormClient } from './support/dashboard-client.ts';
+import { createHarness, finishedRun, sharedSecrets, type Harness } from './support/harness.ts';
+import { fleet, startUpgradeCluster, stoppedAfterEach, type UpgradeCluster } from './support/upgrade-cluster.ts';
+
+const INVENTORY = 'talos-bootstrap-manifests-inventory';
+const OWNER = 'config.k8s.io/owning-inventory';
+
+const started = stoppedAfterEach();
+
+async function setup(opts: { manifestWaitMs?: number; bootstrapped?: boolean } = {}): Promise<{ h: Harness; c: UpgradeCluster }> {
+  const h = (started.h = await createHarness({
+    patchDeps: (d: Deps) => {
+      d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, kubeDeadlineMs: 2_000, manifestWaitMs: opts.manifestWaitMs ?? 2_000 };
+    },
+  }));
+  const c = (started.cluster = await startUpgradeCluster(h, { talosVersion: 'v1.14.0', machines: fleet(2, 1) }));
+  started.link = linkKubeToTalos(c.kube, c.sims, { restartMs: 20 });
+  if (opts.bootstrapped !== false) await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, c.clusterId));
+  await loadKubernetesClient();
+  started.worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(syncManifestsJob, syncManifestsExecutor), bind(pushConfigJob, pushConfigExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
+  started.worker.start();
+  return { h, c };
+}
+
+async function sync(hh: Harness, c: UpgradeCluster, body?: Json): Promise<{ run: Json; events: Json[] }> {
+  const res = await hh.call('POST', `/v1/clusters/${c.clusterId}/sync-manifests`, body === undefined ? {} : { body });
+  expect(res.status).toBe(202);
+  expect(res.body.run.kind).toBe('sync-manifests');
+  const run = await finishedRun(hh, res.body.run.id);
+  const events = (await hh.call('GET', `/v1/runs/${run.id}/events`)).body.events as Json[];
+  return { run, events };
+}
+
+const applied = (events: Json[]): Record<string, string> => Object.fromEntries(events.filter((e) => e.type === 'manifests.apply').map((e) => [e.data.object, e.data.action]));
+const inventoryKeys = (c: UpgradeCluster): string[] | undefined => {
+  const cm = c.kube.object('v1', 'ConfigMap', 'kube-system', INVENTORY) as { data?: Record<string, string> } | undefined;
+  return cm ? Object.keys(cm.data ?? {}).sort() : undefined;
+};
+
+describe('bootstrap-manifest sync', () => {
+  it('applies every manifest a control plane renders as field manager talos, records them in the inventory, and a second sync changes nothing', async () => {
+    const { h, c } = await setup();
+    const first = await sync(h, c);
+    expect(first.run.error).toBeNull();
+    expect(first.run.state).toBe('succeeded');
+    const actions = applied(first.events);
+    // kube-proxy existed (Talos deployed it at bootstrap): adopted and configured; the rest is new.
+    expect(actions['DaemonSet.apps kube-system/kube-proxy']).toBe('configured');
+    expect(actions['Deployment.apps kube-system/coredns']).toBe('created');
+    expect(Object.values(actions).filter((a) => a === 'created').length).toBeGreaterThan(5);
+
+    const coredns = c.kube.object('apps/v1', 'Deployment', 'kube-system', 'coredns') as Json;
+    expect(coredns.metadata.annotations[OWNER]).toBe(INVENTORY);
+    expect(coredns.metadata.managedFields.map((f: Json) => f.manager)).toContain('talos');
+    const keys = inventoryKeys(c)!;
+    expect(keys).toContain('kube-system_kube-proxy_apps_DaemonSet');
+    expect(keys).toContain('kube-system_coredns_apps_Deployment');
+    expect(keys).toHaveLength(Object.keys(actions).length);
+
+    const done = first.events.find((e) => e.type === 'manifests.done');
+    expect(done.data).toMatchObject({ source: 'cp1', dryRun: false, deleted: 0, unchanged: 0 });
+    expect(done.data.created + done.data.configured).toBe(keys.length);
+    expect(first.events.some((e) => e.type === 'manifests.ready' && e.data.object === 'Deployment.apps kube-system/coredns')).toBe(true);
+
+    // The manifests carry the cluster's bootstrap token: its secret half reaches no event (the id
+    // half is public: it names the Secret, bootstrap-token-<id>).
+    const [tokenId, tokenSecret] = (await sharedSecrets()).bootstrapToken.split('.') as [string, string];
+    const bootstrapSecret = c.kube.object('v1', 'Secret', 'kube-system', `bootstrap-token-${tokenId}`) as Json;
+    expect(JSON.stringify(bootstrapSecret)).toContain(tokenSecret);
+    expect(JSON.stringify(first.events)).not.toContain(tokenSecret);
+
+    const writes = c.kube.writes.length;
+    const second = await sync(h, c);
+    expect(second.run.state).toBe('succeeded');
+    expect(new Set(Object.values(applied(second.events)))).toEqual(new Set(['unchanged']));
+    expect(second.events.find((e) => e.type === 'manifests.done').data).toMatchObject({ created: 0, configured: 0, deleted: 0, unchanged: keys.length });
+    expect(second.events.some((e) => e.type === 'manifests.wait')).toBe(false);
+    // Unchanged applies and the inventory rewrite are writes, but no object moved.
+    expect(c.kube.writes.length).toBeGreaterThan(writes);
+    expect((c.kube.object('apps/v1', 'Deployment', 'kube-system', 'coredns') as Json).metadata.resourceVersion).toBe(coredns.metadata.resourceVersion);
+  });
+
+  it('a dry run reports what would change and stores nothing', async () => {
+    const { h, c } = await setup();
+    const before = c.kube.objects().length;
+    const { run, events } = await sync(h, c, { dryRun: true });
+    expect(run.state).toBe('succeeded');
+    const actions = applied(events);
+    expect(actions['Deployment.apps kube-system/coredns']).toBe('created');
+    expect(events.every((e) => e.type !== 'manifests.apply' || e.message.startsWith('would be '))).toBe(true);
+    expect(c.kube.objects().length).toBe(before);
+    expect(inventoryKeys(c)).toBeUndefined();
+    expect(events.find((e) => e.type === 'manifests.done').message).toContain('dry run: nothing changed');
+  });
+
+  it('prunes what an earlier sync applied and no manifest names any more, and refuses to touch another inventory\'s objects', async () => {
+    const { h, c } = await setup();
+    expect((await sync(h, c)).run.state).toBe('succeeded');
+    // An object an earlier sync applied (an inline manifest since removed), and one another tool's inventory owns.
+    c.kube.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gone', namespace: 'kube-system', annotations: { [OWNER]: INVENTORY } }, data: { a: '1' } }, { manager: 'talos' });
+    c.kube.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'theirs', namespace: 'default', annotations: { [OWNER]: 'flux-system' } }, data: { a: '1' } }, { manager: 'flux' });
+    const keys = inventoryKeys(c)!;
+    c.kube.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: INVENTORY, namespace: 'kube-system' }, data: Object.fromEntries([...keys, 'kube-system_gone__ConfigMap', 'default_theirs__ConfigMap', 'kube-system_never-created__ConfigMap'].map((k) => [k, ''])) }, { manager: 'talos' });
+
+    const refused = await sync(h, c);
+    expect(refused.run.state).toBe('failed');
+    expect(refused.run.error).toBe('not pruned: ConfigMap default/theirs belongs to inventory flux-system');
+    expect(c.kube.object('v1', 'ConfigMap', 'kube-system', 'gone')).toBeUndefined();
+    expect(c.kube.object('v1', 'ConfigMap', 'default', 'theirs')).toBeDefined();
+    expect(refused.events.filter((e) => e.type === 'manifests.prune').map((e) => e.data.object)).toEqual(['ConfigMap kube-system/gone']);
+    // What was deleted, and what never existed, left the inventory; the refused one stays in it.
+    expect(inventoryKeys(c)).toEqual([...keys, 'default_theirs__ConfigMap'].sort());
+
+    // prune: false leaves it alone and succeeds.
+    const kept = await sync(h, c, { prune: false });
+    expect(kept.run.state).toBe('succeeded');
+    expect(kept.events.some((e) => e.type === 'manifests.prune')).toBe(false);
+  });
+
+  it('refuses, before applying anything, an object another inventory owns', async () => {
+    const { h, c } = await setup();
+    c.kube.putObject({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'coredns', namespace: 'kube-system', annotations: { [OWNER]: 'argo' } }, spec: { replicas: 1 } }, { manager: 'argo' });
+    const writes = c.kube.writes.length;
+    const { run, events } = await sync(h, c);
+    expect(run.state).toBe('failed');
+    expect(run.error).toBe('refusing to sync the bootstrap manifests: Deployment.apps kube-system/coredns belongs to inventory argo');
+    expect(c.kube.writes.length).toBe(writes);
+    expect(inventoryKeys(c)).toBeUndefined();
+    expect(events.some((e) => e.type === 'manifests.apply')).toBe(false);
+  });
+
+  it('a rollout that never completes fails the run naming it, with the inventory written', async () => {
+    const { h, c } = await setup({ manifestWaitMs: 300 });
+    c.kube.setRollout({ stuck: true });
+    const { run } = await sync(h, c);
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^not rolled out within 0 s: .*Deployment\.apps kube-system\/coredns \(0 of \d+ updated, 0 available\)/);
+    expect(inventoryKeys(c)).toContain('kube-system_coredns_apps_Deployment');
+  });
+
+  it('reads the manifests from the next control plane when the first cannot answer', async () => {
+    const { h, c } = await setup();
+    await c.sim('cp1').stop();
+    const { run, events } = await sync(h, c);
+    expect(run.state).toBe('succeeded');
+    expect(events.find((e) => e.type === 'manifests.plan').data.source).toBe('cp2');
+  });
+
+  it('applies cluster-wide definitions first, whatever the manifest\'s order: a custom resource after its CRD, a ConfigMap after its Namespace', async () => {
+    const { h, c } = await setup();
+    const contents = [
+      'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: apps\nspec:\n  size: 3',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  a: b',
+      'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps',
+      [
+        'apiVersion: apiextensions.k8s.io/v1',
+        'kind: CustomResourceDefinition',
+        'metadata:\n  name: widgets.example.com',
+        'spec:\n  group: example.com\n  scope: Namespaced',
+        '  names:\n    plural: widgets\n    singular: widget\n    kind: Widget\n    listKind: WidgetList',
+        '  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true',
+      ].join('\n'),
+    ].join('\n---\n');
+    for (const name of ['cp1', 'cp2']) {
+      const id = c.machineIds.get(name)!;
+      expect((await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches: [{ cluster: { inlineManifests: [{ name: 'widgets', contents }] } }] } })).status).toBe(200);
+      await push(h, c, name);
+    }
+    const preview = await sync(h, c, { dryRun: true });
+    expect(preview.run.error).toBeNull();
+    expect(applied(preview.events)['Widget.example.com apps/w1']).toBe('created');
+    expect(c.kube.object('example.com/v1', 'Widget', 'apps', 'w1')).toBeUndefined();
+
+    const { run, events } = await sync(h, c);
+    expect(run.error).toBeNull();
+    const order = events.filter((e) => e.type === 'manifests.apply' && e.data.manifest === '99-widgets').map((e) => e.data.object);
+    expect(order).toEqual(['Namespace apps', 'CustomResourceDefinition.apiextensions.k8s.io widgets.example.com', 'ConfigMap apps/settings', 'Widget.example.com apps/w1']);
+    expect((c.kube.object('example.com/v1', 'Widget', 'apps', 'w1') as Json).spec).toEqual({ size: 3 });
+    expect(inventoryKeys(c)).toContain('apps_w1_example.com_Widget');
+  });
+
+  it('an inline manifest added to a control plane\'s patches is applied by the next sync, and pruned once removed', async () => {
+    const { h, c } = await setup();
+    const cm = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: default\ndata:\n  hello: world\n';
+    const patch = (inline: Json[]) => ({ cluster: { inlineManifests: inline } });
+    for (const name of ['cp1', 'cp2']) {
+      const id = c.machineIds.get(name)!;
+      expect((await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches: [patch([{ name: 'extra', contents: cm }])] } })).status).toBe(200);
+      await push(h, c, name);
+    }
+    const added = await sync(h, c);
+    expect(added.run.state).toBe('succeeded');
+    expect(applied(added.events)['ConfigMap default/extra']).toBe('created');
+    expect((c.kube.object('v1', 'ConfigMap', 'default', 'extra') as Json).data).toEqual({ hello: 'world' });
+
+    for (const name of ['cp1', 'cp2']) {
+      const id = c.machineIds.get(name)!;
+      expect((await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches: [] } })).status).toBe(200);
+      await push(h, c, name);
+    }
+    const removed = await sync(h, c);
+    expect(removed.run.state).toBe('succeeded');
+    expect(removed.events.filter((e) => e.type === 'manifests.prune').map((e) => e.data.object)).toEqual(['ConfigMap default/extra']);
+    expect(c.kube.object('v1', 'ConfigMap', 'default', 'extra')).toBeUndefined();
+    expect(inventoryKeys(c)).not.toContain('default_extra__ConfigMap');
+  });
+});
+
+/** A push of one configured machine over mTLS, so its sim runs the config its patches now give. */
+async function push(hh: Harness, c: UpgradeCluster, node: string): Promise<void> {
+  const id = c.machineIds.get(node)!;
+  await hh.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, id));
+  const res = await hh.call('POST', `/v1/clusters/${c.clusterId}/machines/${id}/push-config`, { body: {} });
+  expect(res.status).toBe(202);
+  expect((await finishedRun(hh, res.body.run.id)).state).toBe('succeeded');
+}
+
+describe('POST /v1/clusters/:id/sync-manifests validation', () => {
+  it('rejects bad input with a clear 4xx and queues nothing', async () => {
+    const { h, c } = await setup({ bootstrapped: false });
+    const post = (body: unknown, id = c.clusterId) => h.call('POST', `/v1/clusters/${id}/sync-manifests`, { body });
+    const notBootstrapped = await post({});
+    expect(notBootstrapped.status).toBe(409);
+    expect(notBootstrapped.body.error).toMatchObject({ code: 'not_bootstrapped' });
+    await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, c.clusterId));
+    for (const bad of [{ prune: 'no' }, { dryRun: 1 }, { force: true }, []]) {
+      const res = await post(bad);
+      expect(res.status).toBe(400);
+    }
+    expect((await post({}, 'cl_nope')).status).toBe(404);
+    expect((await h.call('GET', `/v1/runs?cluster=${c.clusterId}`)).body.runs ?? []).toEqual([]);
+  });
+});
+
+describe('dashboard: Sync manifests', () => {
+  it('offers the sync and its preview once the cluster is bootstrapped, and queues them', async () => {
+    const { h, c } = await setup({ bootstrapped: false });
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const page = `/clusters/${c.clusterId}`;
+    expect((await b.get(page)).text).not.toContain('Sync manifests');
+    await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, c.clusterId));
+    const text = (await b.get(page)).text;
+    expect(text).toContain('Sync manifests');
+    expect(text).toContain('Preview manifest sync');
+
+    const preview = await b.submit(page, `${page}/sync-manifests`, { dryRun: 'on' });
+    expect(preview.location).toMatch(/^\/runs\//);
+    const runId = preview.location!.split('/').pop()!;
+    const run = await finishedRun(h, runId);
+    expect(run.params).toEqual({ dryRun: true });
+    expect(run.state).toBe('succeeded');
+    const synced = await b.submit(page, `${page}/sync-manifests`, {});
+    const real = await finishedRun(h, synced.location!.split('/').pop()!);
+    expect(real.params).toEqual({});
+    expect(real.state).toBe('succeeded');
+    expect(c.kube.object('v1', 'ConfigMap', 'kube-system', INVENTORY)).toBeDefined();
+  });
+});
