@@ -9,6 +9,12 @@ import { syncManifestsJob } from '../functions/manifests/job.ts';
 import { pushConfigJob } from '../functions/push-config/job.ts';
 import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { syncManifestsExecutor } from '../runner/jobs/manifests/executor.ts';
+import { syncManifests } from '../runner/jobs/manifests/sync.ts';
+import type { ClusterAccess } from '../runner/jobs/cluster-access.ts';
+import { openKubeWriter } from '../lib/kube/drain.ts';
+import { issueClientCert } from './sim/kube/certs.ts';
+import { kubeconfigFor } from './sim/kube/kubeconfig.ts';
+import { startKubeSim } from './sim/kube/server.ts';
 import { pushConfigExecutor } from '../runner/jobs/push-config/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
 import { createWorker } from '../runner/worker.ts';
@@ -154,6 +160,30 @@ describe('bootstrap-manifest sync', () => {
     expect(inventoryKeys(c)).toContain('kube-system_coredns_apps_Deployment');
   });
 
+  it('an apply that fails stops the sync naming the object, with everything it may have created already in the inventory', async () => {
+    const { h, c } = await setup();
+    // An inline manifest (applied last) into a namespace nothing creates: the server refuses it.
+    const contents = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: orphan\n  namespace: nowhere\ndata:\n  a: b\n';
+    for (const name of ['cp1', 'cp2']) {
+      const id = c.machineIds.get(name)!;
+      expect((await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches: [{ cluster: { inlineManifests: [{ name: 'orphan', contents }] } }] } })).status).toBe(200);
+      await push(h, c, name);
+    }
+    const { run, events } = await sync(h, c);
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^applying ConfigMap nowhere\/orphan \(manifest 99-orphan\) failed: PATCH .*\/api\/v1\/namespaces\/nowhere\/configmaps\/orphan: HTTP 404: namespaces "nowhere" not found$/);
+    // Written before the first apply, so whatever was created before the failure can be pruned
+    // later: it holds the objects applied (the cluster-wide ones go first), the one refused, and
+    // those never reached (ConfigMaps and Secrets go before the rest: CoreDNS's Deployment).
+    const keys = inventoryKeys(c)!;
+    const appliedFirst = events.filter((e) => e.type === 'manifests.apply').map((e) => e.data.object);
+    expect(appliedFirst).toContain('ClusterRole.rbac.authorization.k8s.io system:coredns');
+    expect(keys).toContain('_system__coredns_rbac.authorization.k8s.io_ClusterRole');
+    expect(keys).toContain('nowhere_orphan__ConfigMap');
+    expect(c.kube.object('apps/v1', 'Deployment', 'kube-system', 'coredns')).toBeUndefined();
+    expect(keys).toContain('kube-system_coredns_apps_Deployment');
+  });
+
   it('reads the manifests from the next control plane when the first cannot answer', async () => {
     const { h, c } = await setup();
     await c.sim('cp1').stop();
@@ -271,5 +301,28 @@ describe('dashboard: Sync manifests', () => {
     expect(real.params).toEqual({});
     expect(real.state).toBe('succeeded');
     expect(c.kube.object('v1', 'ConfigMap', 'kube-system', INVENTORY)).toBeDefined();
+  });
+});
+
+describe('bootstrap-manifest sync, reading the manifests', () => {
+  it('takes a control plane that lists none for one that has not rendered them, never for an empty set that would prune everything', async () => {
+    const sim = await startKubeSim();
+    try {
+      const kube = await openKubeWriter(kubeconfigFor(sim, await issueClientCert(sim.ca)), 2_000);
+      sim.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: INVENTORY, namespace: 'kube-system' }, data: { 'kube-system_coredns_apps_Deployment': '' } });
+      const listed: string[] = [];
+      // Nodes that answer List with nothing (a control plane whose controllers have not run yet).
+      const access = { withTalos: async (address: string, fn: (c: unknown) => Promise<unknown>) => fn({ listResources: async () => (listed.push(address), []) }) } as unknown as ClusterAccess;
+      const writes = sim.writes.length;
+      const ctx = { access, kube, controlPlanes: [{ name: 'cp1', address: 'a1' }, { name: 'cp2', address: 'a2' }], hard: new AbortController().signal, signal: new AbortController().signal, emit: async () => {} };
+      await expect(syncManifests(ctx, { prune: true, dryRun: false, waitMs: 0, pollMs: 10, callDeadlineMs: 1_000 })).rejects.toThrow(
+        'cannot read the bootstrap manifests from any control plane: cp1: lists no bootstrap manifests; cp2: lists no bootstrap manifests',
+      );
+      expect(listed).toEqual(['a1', 'a2']);
+      expect(sim.writes.length).toBe(writes);
+      kube.close();
+    } finally {
+      await sim.stop();
+    }
   });
 });

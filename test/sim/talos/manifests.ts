@@ -366,9 +366,4 @@ export class SimManifestStore {
     this.read = true;
     return [...this.byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
-
-  get(id: string): SimCosiResource | undefined {
-    this.read = true;
-    return this.byId.get(id);
-  }
 }
