@@ -122,7 +122,8 @@ describe('bootstrap-manifest sync', () => {
     c.kube.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gone', namespace: 'kube-system', annotations: { [OWNER]: INVENTORY } }, data: { a: '1' } }, { manager: 'talos' });
     c.kube.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'theirs', namespace: 'default', annotations: { [OWNER]: 'flux-system' } }, data: { a: '1' } }, { manager: 'flux' });
     const keys = inventoryKeys(c)!;
-    c.kube.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: INVENTORY, namespace: 'kube-system' }, data: Object.fromEntries([...keys, 'kube-system_gone__ConfigMap', 'default_theirs__ConfigMap', 'kube-system_never-created__ConfigMap'].map((k) => [k, ''])) }, { manager: 'talos' });
+    // Written whole, as talosctl's sync writes it (an update, not an apply).
+    c.kube.putObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: INVENTORY, namespace: 'kube-system' }, data: Object.fromEntries([...keys, 'kube-system_gone__ConfigMap', 'default_theirs__ConfigMap', 'kube-system_never-created__ConfigMap'].map((k) => [k, ''])) }, { manager: 'talosctl', operation: 'Update' });
 
     const refused = await sync(h, c);
     expect(refused.run.state).toBe('failed');

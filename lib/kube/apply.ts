@@ -36,6 +36,20 @@ export async function applyObject(w: KubeWriter, path: string, obj: KubeObject, 
   return r.body as StoredObject;
 }
 
+/** Creates `obj` in the collection at `collectionPath`; false when one of its name already exists (409). */
+export async function createObject(w: KubeWriter, collectionPath: string, obj: KubeObject, opts: { fieldManager: string; signal: AbortSignal }): Promise<boolean> {
+  const r = await w.request('POST', `${collectionPath}?${new URLSearchParams({ fieldManager: opts.fieldManager })}`, { body: obj, signal: opts.signal });
+  if (r.status === 409) return false;
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'POST', collectionPath), r.status, r.body);
+  return true;
+}
+
+/** A JSON merge patch (RFC 7386: `null` removes a key), whoever owns the fields it touches. */
+export async function mergePatchObject(w: KubeWriter, path: string, patch: Record<string, unknown>, opts: { fieldManager: string; signal: AbortSignal }): Promise<void> {
+  const r = await w.request('PATCH', `${path}?${new URLSearchParams({ fieldManager: opts.fieldManager })}`, { body: patch, contentType: 'application/merge-patch+json', signal: opts.signal });
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'PATCH', path), r.status, r.body);
+}
+
 /** Deletes with background propagation (dependents go after); false when it was already gone. */
 export async function deleteObject(w: KubeWriter, path: string, signal: AbortSignal): Promise<boolean> {
   const r = await w.request('DELETE', `${path}?propagationPolicy=Background`, { signal });

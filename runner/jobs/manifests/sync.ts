@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../../lib/errors.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
-import { applyObject, deleteObject, getObject, type StoredObject } from '../../../lib/kube/apply.ts';
+import { applyObject, createObject, deleteObject, getObject, mergePatchObject, type StoredObject } from '../../../lib/kube/apply.ts';
 import { objectPath, restMapper, type ResourceMapping, type RestMapper } from '../../../lib/kube/discovery.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
 import { describeRef, parseRefKey, refKey, refOf, sameRef, type KubeObject, type ObjectRef } from '../../../lib/kube/object-ref.ts';
@@ -82,6 +82,7 @@ function stageOf(ref: ObjectRef): number {
 
 const inventoryMapping: ResourceMapping = { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true };
 const inventoryPath = objectPath(inventoryMapping, INVENTORY_NAMESPACE, INVENTORY_NAME);
+const inventoryCollection = `/api/v1/namespaces/${INVENTORY_NAMESPACE}/configmaps`;
 
 async function readManifests(ctx: ManifestSyncContext, o: ManifestSyncOptions): Promise<{ source: string; planned: Planned[] }> {
   const failures: string[] = [];
@@ -113,7 +114,14 @@ function dedupe(planned: Planned[]): Planned[] {
   return [...last.values()];
 }
 
-async function readInventory(ctx: ManifestSyncContext): Promise<ObjectRef[]> {
+/** The inventory ConfigMap as last read or written: whether it exists, and its keys. */
+interface Inventory {
+  exists: boolean;
+  keys: Set<string>;
+  refs: ObjectRef[];
+}
+
+async function readInventory(ctx: ManifestSyncContext): Promise<Inventory> {
   const cm = await getObject(ctx.kube, inventoryPath, ctx.hard);
   const keys = Object.keys((cm?.['data'] as Record<string, string> | undefined) ?? {});
   const refs: ObjectRef[] = [];
@@ -122,13 +130,27 @@ async function readInventory(ctx: ManifestSyncContext): Promise<ObjectRef[]> {
     if (ref) refs.push(ref);
     else await ctx.emit({ level: 'warn', type: 'manifests.inventory', message: `ignoring an inventory entry that names no object: ${key}` });
   }
-  return refs;
+  return { exists: cm !== undefined, keys: new Set(keys), refs };
 }
 
-async function writeInventory(ctx: ManifestSyncContext, refs: ObjectRef[]): Promise<void> {
-  const data = Object.fromEntries(refs.map((r) => [refKey(r), '']));
-  const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE }, data };
-  await applyObject(ctx.kube, inventoryPath, cm, { fieldManager: FIELD_MANAGER, force: true, signal: ctx.hard });
+/**
+ * Makes the inventory's keys exactly `refs`, as go-kubernetes does with a whole-object update. Not
+ * with server-side apply: keys another manager wrote (talosctl's updates, Talos at bootstrap) would
+ * outlive their removal, and a pruned object's key would stay for ever. Unparsable keys stay.
+ */
+async function writeInventory(ctx: ManifestSyncContext, inv: Inventory, refs: ObjectRef[]): Promise<void> {
+  const want = new Set(refs.map(refKey));
+  const opts = { fieldManager: FIELD_MANAGER, signal: ctx.hard };
+  const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE }, data: Object.fromEntries([...want].map((k) => [k, ''])) };
+  if (!inv.exists && (await createObject(ctx.kube, inventoryCollection, cm, opts))) {
+    inv.exists = true;
+    inv.keys = want;
+    return;
+  }
+  if (!inv.exists) Object.assign(inv, await readInventory(ctx));
+  const gone = [...inv.keys].filter((k) => !want.has(k) && parseRefKey(k));
+  await mergePatchObject(ctx.kube, inventoryPath, { data: { ...cm['data'] as Record<string, string>, ...Object.fromEntries(gone.map((k) => [k, null])) } }, opts);
+  inv.keys = new Set([...[...inv.keys].filter((k) => !gone.includes(k)), ...want]);
 }
 
 const union = (a: ObjectRef[], b: ObjectRef[]): ObjectRef[] => [...a, ...b.filter((r) => !a.some((x) => sameRef(x, r)))];
@@ -173,8 +195,8 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
   const inventory = await readInventory(ctx);
   await ctx.emit({
     type: 'manifests.plan',
-    message: `${planned.length} objects in the bootstrap manifests of ${source}${o.dryRun ? ' (dry run)' : ''}; the inventory holds ${inventory.length}`,
-    data: { source, objects: planned.length, inventory: inventory.length, dryRun: o.dryRun },
+    message: `${planned.length} objects in the bootstrap manifests of ${source}${o.dryRun ? ' (dry run)' : ''}; the inventory holds ${inventory.refs.length}`,
+    data: { source, objects: planned.length, inventory: inventory.refs.length, dryRun: o.dryRun },
   });
 
   for (const p of planned) if (p.mapping) p.before = await getObject(ctx.kube, pathOf(p), ctx.hard);
@@ -184,8 +206,8 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
   // Recorded before anything is applied: a sync that dies half-way leaves every object it may have
   // created in the inventory, so the next one can still prune it. A ref that was never created is
   // dropped when pruning finds it gone.
-  let recorded = union(inventory, planned.map((p) => p.ref));
-  if (!o.dryRun) await writeInventory(ctx, recorded);
+  let recorded = union(inventory.refs, planned.map((p) => p.ref));
+  if (!o.dryRun) await writeInventory(ctx, inventory, recorded);
 
   const changes: ManifestChange[] = [];
   const changed: Planned[] = [];
@@ -213,8 +235,8 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
     }
   }
 
-  if (o.prune) recorded = await prune(ctx, mapper, recorded, planned, changes, o.dryRun);
-  if (!o.dryRun) await writeInventory(ctx, recorded);
+  if (o.prune) recorded = await prune(ctx, mapper, inventory, recorded, planned, changes, o.dryRun);
+  if (!o.dryRun) await writeInventory(ctx, inventory, recorded);
   if (!o.dryRun && o.waitMs > 0) await waitForRollouts(ctx, changed, o);
 
   const counts: Record<ManifestAction, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
@@ -237,7 +259,7 @@ async function applyOne(ctx: ManifestSyncContext, p: Planned, dryRun: boolean): 
   return sameContent(p.before, after) ? 'unchanged' : 'configured';
 }
 
-async function prune(ctx: ManifestSyncContext, mapper: RestMapper, recorded: ObjectRef[], planned: Planned[], changes: ManifestChange[], dryRun: boolean): Promise<ObjectRef[]> {
+async function prune(ctx: ManifestSyncContext, mapper: RestMapper, inventory: Inventory, recorded: ObjectRef[], planned: Planned[], changes: ManifestChange[], dryRun: boolean): Promise<ObjectRef[]> {
   let kept = recorded;
   const refused: string[] = [];
   for (const ref of recorded) {
@@ -267,7 +289,7 @@ async function prune(ctx: ManifestSyncContext, mapper: RestMapper, recorded: Obj
     await ctx.emit({ type: 'manifests.prune', message: `${dryRun ? 'would be ' : ''}deleted: ${describeRef(ref)} (no manifest names it any more)`, data: { object: describeRef(ref), dryRun } });
   }
   if (refused.length) {
-    if (!dryRun) await writeInventory(ctx, kept);
+    if (!dryRun) await writeInventory(ctx, inventory, kept);
     throw new RunError(`not pruned: ${refused.join('; ')}`, { objects: refused });
   }
   return kept;
