@@ -221,11 +221,6 @@ describe("the node's rules", () => {
 describe('bootstrapManifestObjects', () => {
   const resource = (id: string, yamlSpec: string): CosiResource => ({ id, namespace: 'controlplane', type: MANIFEST_TYPE, version: '1', phase: 'running', owner: '', labels: {}, yamlSpec });
 
-  it('names the Talos constants', () => {
-    expect(MANIFESTS_NAMESPACE).toBe('controlplane');
-    expect(MANIFEST_TYPE).toBe('Manifests.kubernetes.talos.dev');
-  });
-
   it('keeps the order of the resources and of the objects in each; an empty list is no objects', () => {
     const objs = bootstrapManifestObjects([
       resource('10-b', '- apiVersion: v1\n  kind: ServiceAccount\n  metadata:\n    name: b1\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: b2\n'),
