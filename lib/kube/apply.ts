@@ -1,20 +1,15 @@
 // Server-side apply and the reads and deletes around it, for one object at a known path
 // (lib/kube/discovery.ts). The server merges and owns the result; this side only says who applies
 // (the field manager) and whether fields another manager set may be taken over (force).
-import type { KubeWriter } from './drain.ts';
+import { endpoint, expectOk, getIfExists, type KubeWriter } from './drain.ts';
 import { httpError, KubeApiError } from './errors.ts';
 import type { KubeObject } from './object-ref.ts';
 
 /** What the server holds: the object with its metadata (resourceVersion, generation, annotations). */
 export type StoredObject = KubeObject & { metadata: KubeObject['metadata'] & { resourceVersion?: string; generation?: number } };
 
-const endpoint = (w: KubeWriter, method: string, path: string): string => `${method} ${w.server}${path.split('?')[0]}`;
-
 export async function getObject(w: KubeWriter, path: string, signal: AbortSignal): Promise<StoredObject | undefined> {
-  const r = await w.request('GET', path, { signal });
-  if (r.status === 404) return undefined;
-  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'GET', path), r.status, r.body);
-  return r.body as StoredObject;
+  return (await getIfExists(w, path, signal)) as StoredObject | undefined;
 }
 
 export interface ApplyOptions {
@@ -30,10 +25,9 @@ export interface ApplyOptions {
 export async function applyObject(w: KubeWriter, path: string, obj: KubeObject, opts: ApplyOptions): Promise<StoredObject> {
   const query = new URLSearchParams({ fieldManager: opts.fieldManager, force: String(opts.force) });
   if (opts.dryRun) query.set('dryRun', 'All');
-  const r = await w.request('PATCH', `${path}?${query}`, { body: obj, contentType: 'application/apply-patch+yaml', signal: opts.signal });
-  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'PATCH', path), r.status, r.body);
-  if (!r.body || typeof r.body !== 'object') throw new KubeApiError('http', `${endpoint(w, 'PATCH', path)}: the server answered no object`);
-  return r.body as StoredObject;
+  const body = await expectOk(w, 'PATCH', `${path}?${query}`, { body: obj, contentType: 'application/apply-patch+yaml', signal: opts.signal });
+  if (!body || typeof body !== 'object') throw new KubeApiError('http', `${endpoint(w, 'PATCH', path)}: the server answered no object`);
+  return body as StoredObject;
 }
 
 /** Creates `obj` in the collection at `collectionPath`; false when one of its name already exists (409). */
@@ -46,8 +40,7 @@ export async function createObject(w: KubeWriter, collectionPath: string, obj: K
 
 /** A JSON merge patch (RFC 7386: `null` removes a key), whoever owns the fields it touches. */
 export async function mergePatchObject(w: KubeWriter, path: string, patch: Record<string, unknown>, opts: { fieldManager: string; signal: AbortSignal }): Promise<void> {
-  const r = await w.request('PATCH', `${path}?${new URLSearchParams({ fieldManager: opts.fieldManager })}`, { body: patch, contentType: 'application/merge-patch+json', signal: opts.signal });
-  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'PATCH', path), r.status, r.body);
+  await expectOk(w, 'PATCH', `${path}?${new URLSearchParams({ fieldManager: opts.fieldManager })}`, { body: patch, contentType: 'application/merge-patch+json', signal: opts.signal });
 }
 
 /** Deletes with background propagation (dependents go after); false when it was already gone. */

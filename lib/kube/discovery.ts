@@ -1,8 +1,7 @@
 // Where an object of a given apiVersion and kind lives in the API, read from the server's own
 // discovery documents (as client-go's RESTMapper does): the resource's plural name and whether it
 // is namespaced are the server's facts, not a table kept here, so custom resources map too.
-import type { KubeWriter } from './drain.ts';
-import { httpError } from './errors.ts';
+import { getIfExists, type KubeWriter } from './drain.ts';
 import type { ObjectRef } from './object-ref.ts';
 
 export interface ResourceMapping {
@@ -40,12 +39,7 @@ export function restMapper(w: KubeWriter, signal: AbortSignal): RestMapper {
   let versions = new Map<string, Promise<Map<string, ResourceMapping> | undefined>>();
   let preferred: Promise<Map<string, string>> | undefined;
 
-  async function read(path: string): Promise<unknown> {
-    const r = await w.request('GET', path, { signal });
-    if (r.status === 404) return undefined;
-    if (r.status < 200 || r.status > 299) throw httpError(`GET ${w.server}${path}`, r.status, r.body);
-    return r.body;
-  }
+  const read = (path: string): Promise<unknown> => getIfExists(w, path, signal);
 
   function kindsOf(apiVersion: string): Promise<Map<string, ResourceMapping> | undefined> {
     let p = versions.get(apiVersion);

@@ -47,9 +47,21 @@ export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number,
   };
 }
 
-async function expectOk(w: KubeWriter, method: string, path: string, opts: Parameters<KubeWriter['request']>[2]): Promise<unknown> {
+/** `PATCH host:6443/api/v1/nodes/n1`: what a message names a request by (never its query). */
+export const endpoint = (w: KubeWriter, method: string, path: string): string => `${method} ${w.server}${path.split('?')[0]}`;
+
+/** The answer's body; any status but 2xx is an error naming the endpoint (never the query). */
+export async function expectOk(w: KubeWriter, method: string, path: string, opts: Parameters<KubeWriter['request']>[2]): Promise<unknown> {
   const r = await w.request(method, path, opts);
-  if (r.status < 200 || r.status > 299) throw httpError(`${method} ${w.server}${path.split('?')[0]}`, r.status, r.body);
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, method, path), r.status, r.body);
+  return r.body;
+}
+
+/** What `path` serves; undefined when the server has nothing there (404). */
+export async function getIfExists(w: KubeWriter, path: string, signal: AbortSignal): Promise<unknown> {
+  const r = await w.request('GET', path, { signal });
+  if (r.status === 404) return undefined;
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'GET', path), r.status, r.body);
   return r.body;
 }
 

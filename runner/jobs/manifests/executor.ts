@@ -8,7 +8,6 @@ import type { SyncManifestsParams } from '../../../functions/manifests/job.ts';
 import { talosDialer } from '../../../functions/machine-config/access.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
-import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import { openKubeWriter } from '../../../lib/kube/drain.ts';
 import { clusterAccess } from '../cluster-access.ts';
 import { reachableControlPlanes } from '../etcd/control-planes.ts';
@@ -20,10 +19,10 @@ export function syncOptions(t: UpgradeTimings, p: { prune?: boolean; dryRun?: bo
 }
 
 /** Runs the sync and reports its counts as the run's closing summary. */
-export async function syncAndReport(ctx: ManifestSyncContext, options: ReturnType<typeof syncOptions>, emit: (e: RunEventInput) => Promise<void>): Promise<ManifestSyncResult> {
+export async function syncAndReport(ctx: ManifestSyncContext, options: ReturnType<typeof syncOptions>): Promise<ManifestSyncResult> {
   const result = await syncManifests(ctx, options);
   const { created, configured, unchanged, deleted } = result.counts;
-  await emit({
+  await ctx.emit({
     type: 'manifests.done',
     message: `bootstrap manifests of ${result.source}${result.dryRun ? ' (dry run: nothing changed)' : ''}: ${created} created, ${configured} configured, ${unchanged} unchanged, ${deleted} deleted`,
     data: { source: result.source, dryRun: result.dryRun, ...result.counts },
@@ -42,7 +41,7 @@ export const syncManifestsExecutor: JobExecutor<Deps, SyncManifestsParams> = asy
   const access = await clusterAccess(deps, { ...cluster, endpoint: dial.kubeEndpoint(cluster, rows) });
   const kube = await openKubeWriter(await access.kubeconfig(), timings.kubeDeadlineMs);
   try {
-    return await syncAndReport({ access, kube, controlPlanes, hard: abortedUnlessCanceled(signal), signal, emit }, syncOptions(timings, params), emit);
+    return await syncAndReport({ access, kube, controlPlanes, hard: abortedUnlessCanceled(signal), signal, emit }, syncOptions(timings, params));
   } finally {
     kube.close();
   }

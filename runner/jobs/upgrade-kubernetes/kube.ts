@@ -3,8 +3,7 @@
 // kube-proxy DaemonSet, and how many objects an API the target removes still holds.
 import { errorMessage } from '../../../lib/errors.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
-import { httpError } from '../../../lib/kube/errors.ts';
-import type { KubeWriter } from '../../../lib/kube/drain.ts';
+import { expectOk, getIfExists, type KubeWriter } from '../../../lib/kube/drain.ts';
 
 const NS = 'kube-system';
 
@@ -50,16 +49,9 @@ interface Container {
 const isTrue = (conditions: Condition[] | undefined, type: string): boolean => (conditions ?? []).some((c) => c.type === type && c.status === 'True');
 const imageOf = (containers: Container[] | undefined, name: string): string | undefined => (containers?.find((c) => c.name === name) ?? containers?.[0])?.image;
 
-async function get(w: KubeWriter, path: string, signal: AbortSignal): Promise<unknown> {
-  const r = await w.request('GET', path, { signal });
-  if (r.status === 404) return undefined;
-  if (r.status < 200 || r.status > 299) throw httpError(`GET ${w.server}${path.split('?')[0]}`, r.status, r.body);
-  return r.body;
-}
-
 /** The `component` static pod on `node`, undefined while it has none. */
 export async function staticPod(w: KubeWriter, component: string, node: string, signal: AbortSignal): Promise<PodView | undefined> {
-  const body = (await get(w, `/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`k8s-app=${component}`)}`, signal)) as
+  const body = (await getIfExists(w, `/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`k8s-app=${component}`)}`, signal)) as
     | { items?: Array<{ metadata?: { name?: string }; spec?: { nodeName?: string; containers?: Container[] }; status?: { conditions?: Condition[] } }> }
     | undefined;
   const pod = body?.items?.find((p) => p.spec?.nodeName === node);
@@ -68,7 +60,7 @@ export async function staticPod(w: KubeWriter, component: string, node: string, 
 }
 
 export async function kubeNode(w: KubeWriter, node: string, signal: AbortSignal): Promise<NodeView | undefined> {
-  const body = (await get(w, `/api/v1/nodes/${encodeURIComponent(node)}`, signal)) as
+  const body = (await getIfExists(w, `/api/v1/nodes/${encodeURIComponent(node)}`, signal)) as
     | { status?: { nodeInfo?: { kubeletVersion?: string }; conditions?: Condition[] } }
     | undefined;
   if (!body) return undefined;
@@ -79,7 +71,7 @@ const PROXY_PATH = `/apis/apps/v1/namespaces/${NS}/daemonsets/kube-proxy`;
 
 /** The kube-proxy DaemonSet Talos deploys; undefined when the cluster runs without it. */
 export async function kubeProxy(w: KubeWriter, signal: AbortSignal): Promise<DaemonSetView | undefined> {
-  const body = (await get(w, PROXY_PATH, signal)) as
+  const body = (await getIfExists(w, PROXY_PATH, signal)) as
     | {
         metadata?: { generation?: number };
         spec?: { template?: { spec?: { containers?: Container[] } } };
@@ -108,12 +100,11 @@ export async function kubeProxy(w: KubeWriter, signal: AbortSignal): Promise<Dae
  */
 export async function setKubeProxyImage(w: KubeWriter, image: string, signal: AbortSignal): Promise<void> {
   const body = { spec: { template: { spec: { containers: [{ name: 'kube-proxy', image }] } } } };
-  const r = await w.request('PATCH', PROXY_PATH, { body, contentType: 'application/strategic-merge-patch+json', signal });
-  if (r.status < 200 || r.status > 299) throw httpError(`PATCH ${w.server}${PROXY_PATH}`, r.status, r.body);
+  await expectOk(w, 'PATCH', PROXY_PATH, { body, contentType: 'application/strategic-merge-patch+json', signal });
 }
 
 /** How many objects `path` lists (every namespace); undefined when the server does not serve it (404). */
 export async function countObjects(w: KubeWriter, path: string, signal: AbortSignal): Promise<number | undefined> {
-  const body = (await get(w, path, signal)) as { items?: unknown[] } | undefined;
+  const body = (await getIfExists(w, path, signal)) as { items?: unknown[] } | undefined;
   return body ? (body.items ?? []).length : undefined;
 }
