@@ -10,21 +10,23 @@ export type K8sComponent = (typeof K8S_COMPONENTS)[number];
 
 export const isK8sComponent = (name: string): name is K8sComponent => (K8S_COMPONENTS as readonly string[]).includes(name);
 
-/** Where the component's image is in the v1alpha1 document. */
-const IMAGE_PATH: Record<K8sComponent, readonly [string, string, string]> = {
-  'kube-apiserver': ['cluster', 'apiServer', 'image'],
-  'kube-controller-manager': ['cluster', 'controllerManager', 'image'],
-  'kube-scheduler': ['cluster', 'scheduler', 'image'],
-  'kube-proxy': ['cluster', 'proxy', 'image'],
-  kubelet: ['machine', 'kubelet', 'image'],
+/** Where each component's section (its `image`, `extraArgs`, …) is in the v1alpha1 document. */
+export const COMPONENT_SECTION: Readonly<Record<K8sComponent, readonly [string, string]>> = {
+  'kube-apiserver': ['cluster', 'apiServer'],
+  'kube-controller-manager': ['cluster', 'controllerManager'],
+  'kube-scheduler': ['cluster', 'scheduler'],
+  'kube-proxy': ['cluster', 'proxy'],
+  kubelet: ['machine', 'kubelet'],
 };
+
+function section(v1: ConfigDocument | undefined, component: K8sComponent): Record<string, unknown> | undefined {
+  const [top, key] = COMPONENT_SECTION[component];
+  return (v1?.[top] as Record<string, unknown> | undefined)?.[key] as Record<string, unknown> | undefined;
+}
 
 /** The image the documents give `component`; undefined where the role has none (a worker's static pods). */
 export function componentImage(docs: ConfigDocument[], component: K8sComponent): string | undefined {
-  const v1 = docs.find(isV1Alpha1);
-  const [a, b, c] = IMAGE_PATH[component];
-  const section = (v1?.[a] as Record<string, unknown> | undefined)?.[b] as Record<string, unknown> | undefined;
-  const image = section?.[c];
+  const image = section(docs.find(isV1Alpha1), component)?.['image'];
   return typeof image === 'string' ? image : undefined;
 }
 
@@ -32,16 +34,15 @@ export function componentImage(docs: ConfigDocument[], component: K8sComponent):
 export function setComponentImage(docs: ConfigDocument[], component: K8sComponent, image: string | undefined): void {
   const v1 = docs.find(isV1Alpha1);
   if (!v1) return;
-  const [a, b, c] = IMAGE_PATH[component];
   if (image === undefined) {
     // A section the other render lacks stays as this one has it, never an empty stub.
-    const section = (v1[a] as Record<string, unknown> | undefined)?.[b] as Record<string, unknown> | undefined;
-    if (section) delete section[c];
+    const s = section(v1, component);
+    if (s) delete s['image'];
     return;
   }
-  const top = (v1[a] ??= {}) as Record<string, unknown>;
-  const section = (top[b] ??= {}) as Record<string, unknown>;
-  section[c] = image;
+  const [top, key] = COMPONENT_SECTION[component];
+  const parent = (v1[top] ??= {}) as Record<string, unknown>;
+  ((parent[key] ??= {}) as Record<string, unknown>)['image'] = image;
 }
 
 /** Each component's image in `docs` replaced by the one the documents of `from` give it. */

@@ -7,14 +7,14 @@
 // renders every config an upgrade pushes, so it checks those, and every component's feature gates
 // (a removed gate is unknown to all of them).
 import type { ConfigDocument } from './patch.ts';
+import { COMPONENT_SECTION, K8S_COMPONENTS, type K8sComponent } from './k8s-images.ts';
 import { isV1Alpha1 } from './schema.ts';
 import { parseVersion } from './versions.ts';
 
-export type KubeComponent = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kube-proxy' | 'kubelet';
 
 export interface RemovedInMinor {
   featureGates: readonly string[];
-  flags: Partial<Record<KubeComponent, readonly string[]>>;
+  flags: Partial<Record<K8sComponent, readonly string[]>>;
   /** Names for kube-apiserver's `enable-admission-plugins`. */
   admissionPlugins: readonly string[];
   /** API resources no longer served, as `resource.version.group` (`kubectl get` spelling). */
@@ -117,27 +117,18 @@ export const removesNothing = (r: RemovedInMinor): boolean =>
 /** The minors this table knows, lowest first (for docs and tests). */
 export const knownRemovalMinors = (): number[] => Object.keys(REMOVED).map(Number).sort((a, b) => a - b);
 
-/** Where each component's arguments live in a v1alpha1 document. */
-const ARGS_AT: Record<KubeComponent, readonly [string, string]> = {
-  'kube-apiserver': ['cluster', 'apiServer'],
-  'kube-controller-manager': ['cluster', 'controllerManager'],
-  'kube-scheduler': ['cluster', 'scheduler'],
-  'kube-proxy': ['cluster', 'proxy'],
-  kubelet: ['machine', 'kubelet'],
-};
-
 /**
  * The components whose arguments a machine's config sets: a control plane's config carries the
  * static pods' and (from it, the bootstrap manifests') kube-proxy's; a worker runs only its kubelet
  * from its own config.
  */
-const COMPONENTS_OF: Record<'controlplane' | 'worker', readonly KubeComponent[]> = {
-  controlplane: ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'kubelet'],
+const COMPONENTS_OF: Record<'controlplane' | 'worker', readonly K8sComponent[]> = {
+  controlplane: K8S_COMPONENTS,
   worker: ['kubelet'],
 };
 
 export interface RemovedUse {
-  component: KubeComponent;
+  component: K8sComponent;
   kind: 'flag' | 'feature gate' | 'admission plugin';
   name: string;
   /** The config field it is set in, e.g. `machine.kubelet.extraArgs`. */
@@ -158,7 +149,7 @@ export function removedUsesInConfig(documents: ConfigDocument[], role: 'controlp
   const gates = new Set(gone.featureGates);
   const uses: RemovedUse[] = [];
   for (const component of COMPONENTS_OF[role]) {
-    const [top, key] = ARGS_AT[component];
+    const [top, key] = COMPONENT_SECTION[component];
     const section = record(record(v1[top])?.[key]);
     const args = record(section?.extraArgs) ?? {};
     const field = `${top}.${key}.extraArgs`;
