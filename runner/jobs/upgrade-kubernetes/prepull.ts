@@ -1,6 +1,7 @@
 // Pre-pulls the images of the steps still to do, so each component's restart is not also a
 // download: control-plane and kube-proxy images into the CRI namespace pods run from, the kubelet
 // into the system namespace (as talosctl upgrade-k8s).
+import pLimit from 'p-limit';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import { isUnimplemented } from '../../../lib/talos/api/index.ts';
 import { errorMessage } from '../../../lib/errors.ts';
@@ -52,9 +53,6 @@ async function pullOn(ctx: StepContext, m: Target, pulls: Pull[]): Promise<void>
 
 /** Pulls on every machine at once (up to the read concurrency), each machine's images in turn. */
 export async function prePull(ctx: StepContext, pulls: Map<Target, Pull[]>): Promise<void> {
-  const queue = [...pulls.entries()];
-  const lane = async (): Promise<void> => {
-    for (let next = queue.shift(); next; next = queue.shift()) await pullOn(ctx, next[0], next[1]);
-  };
-  await Promise.all(Array.from({ length: Math.min(ctx.timings.readConcurrency, queue.length) }, lane));
+  const limit = pLimit(ctx.timings.readConcurrency);
+  await Promise.all([...pulls].map(([m, images]) => limit(() => pullOn(ctx, m, images))));
 }
