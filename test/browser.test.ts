@@ -219,11 +219,19 @@ describe('dashboard in a browser', () => {
 
       // Once bootstrapped, the cluster offers the bootstrap-manifest sync and its preview.
       expect(await page.locator('#sync-manifests').count()).toBe(0);
+      expect(await page.locator('#ce-k8s').evaluate((e) => e.tagName)).toBe('INPUT');
       await host.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, sims.clusterId));
       await page.reload();
       expect(await page.getByRole('button', { name: 'Sync manifests' }).isVisible()).toBe(true);
       expect(await page.getByRole('button', { name: 'Preview manifest sync' }).isVisible()).toBe(true);
+      // Its Kubernetes version is no longer a field (only the upgrade moves it); the edit form still saves.
+      expect(await page.locator('#ce-k8s').evaluate((e) => e.tagName)).toBe('P');
+      expect(await page.locator('#ce-k8s').textContent()).toContain('change it with Upgrade Kubernetes');
       await shot(page, 'desktop-cluster-bootstrapped');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.waitForLoadState();
+      expect(await page.locator('[role=alert]').count()).toBe(0);
+      expect(new URL(page.url()).pathname).toBe(`/clusters/${sims.clusterId}`);
     } finally {
       await context.close();
       await sims.stop();

@@ -51,7 +51,8 @@ form.card h3, form.card legend { margin: 0 0 .75rem; font-size: 1.05rem; font-we
 .fields { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: .75rem 1rem; margin-bottom: .75rem; }
 .field { display: flex; flex-direction: column; gap: .25rem; }
 .field.check { flex-direction: row; align-items: center; gap: .5rem; }
-label { font-weight: 600; font-size: .95rem; }
+label, .field .label { font-weight: 600; font-size: .95rem; }
+.field p.value { margin: 0; min-height: 2.75rem; display: flex; align-items: center; gap: .4rem; }
 .hint { color: var(--muted); font-size: .85rem; font-weight: 400; }
 input[type=text], input[type=password], input[type=number], select {
   font: inherit; padding: .5rem .6rem; border: 1px solid var(--muted); border-radius: 6px; background: var(--bg); color: var(--fg); min-height: 2.75rem; width: 100%;
@@ -79,7 +80,9 @@ textarea { font: inherit; font-family: ui-monospace, SFMono-Regular, Menlo, Cons
 .field-error { color: var(--danger); background: var(--danger-bg); border-left: 4px solid var(--danger); padding: .5rem .75rem; margin: 0 0 .75rem; border-radius: 4px; }
 .danger-zone { border-color: var(--danger); }
 .downloads { margin: 0 0 1rem; }
-.health .reason { display: inline-block; max-width: 32rem; overflow-wrap: anywhere; }
+.health .reason { display: inline-block; max-width: 32rem; overflow-wrap: anywhere; margin-left: .4rem; }
+/* An address breaks only when it cannot fit whole: a port split from its host reads as two values. */
+td.addr { word-break: normal; overflow-wrap: break-word; }
 ul.reasons, ul.plain { margin: .25rem 0; padding-left: 1.25rem; overflow-wrap: anywhere; }
 ul.plain li { margin: .25rem 0; }
 ul.plain form.inline { margin-left: .5rem; }

@@ -227,7 +227,7 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
                         <Badge state={mh?.status ?? 'unknown'} id={`health-${m.id}`} />
                       </td>
                       <td data-label="Talos">{m.talosVersion ? String(m.talosVersion) : '—'}</td>
-                      <td data-label="Address" class="mono">
+                      <td data-label="Address" class="mono addr">
                         {m.address ? String(m.address) : '—'}
                       </td>
                       <td data-label="Last seen">{mh?.lastSeen ? <Time ms={mh.lastSeen} /> : 'never'}</td>
@@ -282,7 +282,17 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
           <Csrf v={v} />
           <FieldError show={!editErr?.field} error={editErr?.message} />
           <div class="fields">
-            <Field id="ce-k8s" name="kubernetesVersion" label="Kubernetes version" value={failedForm === 'edit' ? values.kubernetesVersion : String(cluster.kubernetesVersion)} error={at(editErr, 'kubernetesVersion')} />
+            {cluster.bootstrapped ? (
+              // A running cluster's version moves only through the upgrade above (the API refuses it here).
+              <div class="field">
+                <span class="label">Kubernetes version</span>
+                <p id="ce-k8s" class="value">
+                  {String(cluster.kubernetesVersion)} <span class="hint">— change it with Upgrade Kubernetes</span>
+                </p>
+              </div>
+            ) : (
+              <Field id="ce-k8s" name="kubernetesVersion" label="Kubernetes version" value={failedForm === 'edit' ? values.kubernetesVersion : String(cluster.kubernetesVersion)} error={at(editErr, 'kubernetesVersion')} />
+            )}
             <Field id="ce-endpoint" name="endpoint" label="API endpoint" value={failedForm === 'edit' ? values.endpoint : String(cluster.endpoint)} error={at(editErr, 'endpoint')} />
           </div>
           <button type="submit">Save changes</button>
