@@ -46,6 +46,8 @@ td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, mon
 dl.facts { display: grid; grid-template-columns: minmax(max-content, 7rem) 1fr; gap: .35rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; word-break: break-word; }
+/* The run's outcome is its own list (it is swapped in live) but reads as the rest of the one above. */
+#run-outcome > dl.facts { margin-top: .35rem; }
 form.card { border: 1px solid var(--line); border-radius: 6px; padding: 1rem; background: var(--panel); margin: 0 0 1rem; }
 form.card h3, form.card legend { margin: 0 0 .75rem; font-size: 1.05rem; font-weight: 600; }
 .fields { display: grid; grid-template-columns: repeat(auto-fit, minmax(14rem, 1fr)); gap: .75rem 1rem; margin-bottom: .75rem; }
