@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { describeRef, parseRefKey, refKey, refOf } from '../lib/kube/object-ref.ts';
 import { objectPath } from '../lib/kube/discovery.ts';
 import { rolloutOf } from '../runner/jobs/manifests/rollout.ts';
-import { sameContent } from '../runner/jobs/manifests/content.ts';
+import { changedFields, describeFields, sameContent } from '../runner/jobs/manifests/content.ts';
 
 describe('inventory keys', () => {
   it('writes namespace_name_group_kind, core group empty, colons of RBAC names as __, and reads them back', () => {
@@ -54,5 +54,36 @@ describe('content comparison', () => {
     expect(sameContent(a, b)).toBe(true);
     expect(sameContent(a, { ...a, data: { k: 'w' } })).toBe(false);
     expect(sameContent(a, { ...a, metadata: { ...a.metadata, labels: { l: '2' } } })).toBe(false);
+  });
+
+  it('names each changed leaf in document order, images with their values, a resized list at its own path', () => {
+    const pod = (image: string, extra: Record<string, unknown> = {}) => ({ containers: [{ name: 'c', image, args: ['a'], ...extra }] });
+    const before = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'p', resourceVersion: '1', labels: { tier: 'node' } }, spec: { template: { spec: pod('r/p:v1') } } };
+    const after = {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'p', resourceVersion: '9', labels: { tier: 'node', 'app.kubernetes.io/name': 'p' } },
+      spec: { template: { spec: { ...pod('r/p:v2', { args: ['a', 'b'], env: [{ name: 'SECRET', value: 's3cr3t' }] }), hostNetwork: true } } },
+      status: { numberReady: 3 },
+    };
+    const diff = changedFields(before, after);
+    expect(diff).toEqual({
+      more: 0,
+      fields: [
+        { path: 'metadata.labels["app.kubernetes.io/name"]' },
+        { path: 'spec.template.spec.containers[0].image', from: 'r/p:v1', to: 'r/p:v2' },
+        { path: 'spec.template.spec.containers[0].args' },
+        { path: 'spec.template.spec.containers[0].env' },
+        { path: 'spec.template.spec.hostNetwork' },
+      ],
+    });
+    expect(JSON.stringify(diff)).not.toContain('s3cr3t');
+    expect(describeFields(diff)).toBe('metadata.labels["app.kubernetes.io/name"], spec.template.spec.containers[0].image r/p:v1 → r/p:v2, spec.template.spec.containers[0].args and 2 more');
+    // A map that appears whole is named by its leaves; past the limit, only counted.
+    const wide = changedFields({ metadata: {} }, { metadata: {}, data: Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`k${i}`, 'v'])) }, 5);
+    expect(wide.fields.map((f) => f.path)).toEqual(['data.k0', 'data.k1', 'data.k2', 'data.k3', 'data.k4']);
+    expect(wide.more).toBe(2);
+    expect(describeFields(wide, 1)).toBe('data.k0 and 6 more');
+    expect(changedFields(before, { ...before, metadata: { ...before.metadata, resourceVersion: '5' } }).fields).toEqual([]);
   });
 });

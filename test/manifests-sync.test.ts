@@ -88,8 +88,13 @@ describe('bootstrap-manifest sync', () => {
     // half is public: it names the Secret, bootstrap-token-<id>).
     const [tokenId, tokenSecret] = (await sharedSecrets()).bootstrapToken.split('.') as [string, string];
     const bootstrapSecret = c.kube.object('v1', 'Secret', 'kube-system', `bootstrap-token-${tokenId}`) as Json;
-    expect(JSON.stringify(bootstrapSecret)).toContain(tokenSecret);
+    expect(Buffer.from(bootstrapSecret.data['token-secret'], 'base64').toString()).toBe(tokenSecret);
     expect(JSON.stringify(first.events)).not.toContain(tokenSecret);
+    expect(JSON.stringify(first.events)).not.toContain(bootstrapSecret.data['token-secret']);
+    // What the adoption changed is reported by path: the owner annotation it added, among others.
+    const adopted = first.events.find((e) => e.type === 'manifests.apply' && e.data.object === 'DaemonSet.apps kube-system/kube-proxy');
+    expect(adopted.data.fields).toContainEqual({ path: `metadata.annotations[${JSON.stringify(OWNER)}]` });
+    expect(first.run.result.changes.find((ch: Json) => ch.object === 'DaemonSet.apps kube-system/kube-proxy').fields).toContain(`metadata.annotations[${JSON.stringify(OWNER)}]`);
 
     const writes = c.kube.writes.length;
     const second = await sync(h, c);
@@ -113,6 +118,38 @@ describe('bootstrap-manifest sync', () => {
     expect(c.kube.objects().length).toBe(before);
     expect(inventoryKeys(c)).toBeUndefined();
     expect(events.find((e) => e.type === 'manifests.done').message).toContain('dry run: nothing changed');
+  });
+
+  it('reports the fields a sync changes by path, with a container image\'s values, never a Secret\'s', async () => {
+    const { h, c } = await setup();
+    expect((await sync(h, c)).run.state).toBe('succeeded');
+    // Someone changes kube-proxy's image and the bootstrap token by hand.
+    const ds = structuredClone(c.kube.object('apps/v1', 'DaemonSet', 'kube-system', 'kube-proxy')) as Json;
+    const rendered = ds.spec.template.spec.containers[0].image as string;
+    ds.spec.template.spec.containers[0].image = 'registry.example/kube-proxy:hand-made';
+    c.kube.putObject(ds, { manager: 'kubectl', operation: 'Update' });
+    const [tokenId, tokenSecret] = (await sharedSecrets()).bootstrapToken.split('.') as [string, string];
+    const secret = structuredClone(c.kube.object('v1', 'Secret', 'kube-system', `bootstrap-token-${tokenId}`)) as Json;
+    const handMade = Buffer.from('handmade00000000').toString('base64');
+    secret.data['token-secret'] = handMade;
+    c.kube.putObject(secret, { manager: 'kubectl', operation: 'Update' });
+
+    const image = { path: 'spec.template.spec.containers[0].image', from: 'registry.example/kube-proxy:hand-made', to: rendered };
+    for (const dryRun of [true, false]) {
+      const { run, events } = await sync(h, c, { dryRun });
+      expect(run.state).toBe('succeeded');
+      const event = (object: string) => events.find((e) => e.type === 'manifests.apply' && e.data.object === object);
+      const proxy = event('DaemonSet.apps kube-system/kube-proxy');
+      expect(proxy.data).toMatchObject({ action: 'configured', fields: [image], moreFields: 0 });
+      expect(proxy.message).toBe(`${dryRun ? 'would be ' : ''}configured: DaemonSet.apps kube-system/kube-proxy (10-kube-proxy); ${image.path} ${image.from} → ${image.to}`);
+      const token = event(`Secret kube-system/bootstrap-token-${tokenId}`);
+      expect(token.data).toMatchObject({ action: 'configured', fields: [{ path: 'data.token-secret' }] });
+      expect(token.message).toMatch(/; data\.token-secret$/);
+      for (const value of [tokenSecret, Buffer.from(tokenSecret).toString('base64'), handMade, 'handmade00000000']) expect(JSON.stringify(events)).not.toContain(value);
+      expect(Object.values(applied(events)).filter((a) => a === 'configured')).toHaveLength(2);
+      const live = c.kube.object('apps/v1', 'DaemonSet', 'kube-system', 'kube-proxy') as Json;
+      expect(live.spec.template.spec.containers[0].image).toBe(dryRun ? image.from : rendered);
+    }
   });
 
   it('prunes what an earlier sync applied and no manifest names any more, and refuses to touch another inventory\'s objects', async () => {

@@ -5,7 +5,8 @@
 // workloads that changed are waited for. Talos itself applies them only once, at bootstrap.
 //
 // Object contents never reach an event or an error: the manifests carry the cluster's bootstrap
-// token Secret. Only kinds, names and manifest ids are reported.
+// token Secret. Only kinds, names, manifest ids, the paths of changed fields and container images
+// are reported (content.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../../lib/errors.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
@@ -17,7 +18,7 @@ import { describeRef, parseRefKey, refKey, refOf, sameRef, type KubeObject, type
 import { bootstrapManifestObjects, MANIFEST_TYPE, MANIFESTS_NAMESPACE } from '../../../lib/talos/manifests.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
 import { isWorkload, rolloutOf, type Rollout } from './rollout.ts';
-import { sameContent } from './content.ts';
+import { changedFields, describeFields, sameContent, type FieldChange } from './content.ts';
 
 /** Talos's own names (pkg/machinery/constants), so talosctl and RezusCloud share one inventory and one owner. */
 export const FIELD_MANAGER = 'talos';
@@ -32,6 +33,8 @@ export interface ManifestChange {
   action: ManifestAction;
   /** The Talos manifest it came from; absent for a pruned object. */
   manifest?: string;
+  /** For a configured object, the paths of the fields the apply changed (at most 50). */
+  fields?: string[];
 }
 
 export interface ManifestSyncResult {
@@ -224,13 +227,13 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
     }
     for (const p of stage) {
       ctx.signal.throwIfAborted();
-      const action = unaskable(p) ? 'created' : await applyOne(ctx, p, o.dryRun);
-      changes.push({ object: describeRef(p.ref), action, manifest: p.manifest });
+      const { action, diff } = unaskable(p) ? { action: 'created' as const } : await applyOne(ctx, p, o.dryRun);
+      changes.push({ object: describeRef(p.ref), action, manifest: p.manifest, ...(diff ? { fields: diff.fields.map((f) => f.path) } : {}) });
       if (action !== 'unchanged') changed.push(p);
       await ctx.emit({
         type: 'manifests.apply',
-        message: `${o.dryRun ? 'would be ' : ''}${action}: ${describeRef(p.ref)} (${p.manifest})`,
-        data: { object: describeRef(p.ref), action, manifest: p.manifest, dryRun: o.dryRun },
+        message: `${o.dryRun ? 'would be ' : ''}${action}: ${describeRef(p.ref)} (${p.manifest})${diff?.fields.length ? `; ${describeFields(diff)}` : ''}`,
+        data: { object: describeRef(p.ref), action, manifest: p.manifest, dryRun: o.dryRun, ...(diff ? { fields: diff.fields, moreFields: diff.more } : {}) },
       });
     }
   }
@@ -244,7 +247,13 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
   return { source, dryRun: o.dryRun, changes, counts };
 }
 
-async function applyOne(ctx: ManifestSyncContext, p: Planned, dryRun: boolean): Promise<Exclude<ManifestAction, 'deleted'>> {
+interface Applied {
+  action: Exclude<ManifestAction, 'deleted'>;
+  /** What a configured object's apply changed. */
+  diff?: { fields: FieldChange[]; more: number };
+}
+
+async function applyOne(ctx: ManifestSyncContext, p: Planned, dryRun: boolean): Promise<Applied> {
   const annotated: KubeObject = { ...p.object, metadata: { ...p.object.metadata, annotations: { ...p.object.metadata.annotations, [INVENTORY_ANNOTATION]: INVENTORY_NAME } } };
   let after: StoredObject;
   try {
@@ -253,10 +262,10 @@ async function applyOne(ctx: ManifestSyncContext, p: Planned, dryRun: boolean): 
     ctx.hard.throwIfAborted();
     throw new RunError(`applying ${describeRef(p.ref)} (manifest ${p.manifest}) failed: ${errorMessage(err)}`, { object: describeRef(p.ref), manifest: p.manifest });
   }
-  if (!p.before) return 'created';
+  if (!p.before) return { action: 'created' };
   // A real apply that changed nothing keeps the resourceVersion; a dry run never moves it, so its result is compared.
-  if (!dryRun) return after.metadata.resourceVersion === p.before.metadata.resourceVersion ? 'unchanged' : 'configured';
-  return sameContent(p.before, after) ? 'unchanged' : 'configured';
+  const unchanged = dryRun ? sameContent(p.before, after) : after.metadata.resourceVersion === p.before.metadata.resourceVersion;
+  return unchanged ? { action: 'unchanged' } : { action: 'configured', diff: changedFields(p.before, after) };
 }
 
 async function prune(ctx: ManifestSyncContext, mapper: RestMapper, inventory: Inventory, recorded: ObjectRef[], planned: Planned[], changes: ManifestChange[], dryRun: boolean): Promise<ObjectRef[]> {

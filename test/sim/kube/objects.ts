@@ -453,6 +453,7 @@ export class ObjectStore {
   private commit(t: ApiType, live: StoredObject | undefined, next: StoredObject, how: { actor: ManagerEntry | undefined; dryRun: boolean; seeded: boolean }): KubeAnswer {
     next.managers = next.managers.filter((e) => e.fields.size > 0);
     pruneItems(next.body, (pid) => next.managers.some((e) => e.fields.has(pid)));
+    if (next.group === '' && next.resource === 'secrets') foldStringData(next.body);
     if (live && deepEqual(live.body, next.body) && sameOwnership(live.managers, next.managers)) return { code: 200, body: this.render(live, t) };
     const specChanged = !live || !deepEqual(withoutMeta(live.body), withoutMeta(next.body));
     if (t.generation) next.generation = !live ? 1 : (live.generation ?? 0) + (specChanged ? 1 : 0);
@@ -615,6 +616,16 @@ export class ObjectStore {
   all(kind?: string): Obj[] {
     return [...this.objects.values()].filter((o) => kind === undefined || o.kind === kind).map((o) => this.render(o));
   }
+}
+
+/** A Secret's stringData is write-only: the apiserver stores it base64-encoded in data, over what data had. */
+function foldStringData(body: Obj): void {
+  const strings = body.stringData;
+  if (!isObj(strings)) return;
+  const data = isObj(body.data) ? body.data : {};
+  for (const [k, v] of Object.entries(strings)) data[k] = Buffer.from(String(v)).toString('base64');
+  body.data = data;
+  delete body.stringData;
 }
 
 /** A patch's server-set parts (name, resourceVersion, status, ...) are not the client's to change. */
