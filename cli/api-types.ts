@@ -76,3 +76,6 @@ export interface RunEvent {
 }
 
 export const TERMINAL: readonly RunState[] = ['succeeded', 'failed', 'canceled', 'interrupted'];
+
+/** The sync's inventory policies the API takes (functions/manifests/job.ts), offered as the flag's choices. */
+export const INVENTORY_POLICIES = ['AdoptIfNoInventory', 'MustMatch', 'AdoptAll'] as const;

@@ -183,9 +183,12 @@ describe('rezus CLI against a real runner', () => {
     expect(jump.exitCode).toBe(3);
     expect(jump.stderr).toMatch(/unsupported upgrade path 1\.36->1\.38.*\(unsupported_upgrade_path, HTTP 409\)/);
 
-    const early = await rezus(['sync-manifests', 'lab', '--dry-run', '--no-prune']);
+    const early = await rezus(['sync-manifests', 'lab', '--dry-run', '--no-prune', '--recreate', '--inventory-policy', 'AdoptAll']);
     expect(early.exitCode).toBe(3);
     expect(early.stderr).toMatch(/bootstrap it first.*\(not_bootstrapped, HTTP 409\)/);
+    const policy = await rezus(['sync-manifests', 'lab', '--inventory-policy', 'Mine']);
+    expect(policy.exitCode).toBe(2);
+    expect(policy.stderr).toContain('AdoptIfNoInventory, MustMatch, AdoptAll');
 
     const missing = await rezus(['describe', 'cluster', 'nope']);
     expect(missing.exitCode).toBe(3);

@@ -164,7 +164,7 @@ describe('bootstrap-manifest sync', () => {
 
     const refused = await sync(h, c);
     expect(refused.run.state).toBe('failed');
-    expect(refused.run.error).toBe('not pruned: ConfigMap default/theirs belongs to inventory flux-system');
+    expect(refused.run.error).toBe('not pruned: ConfigMap default/theirs belongs to inventory flux-system (policy AdoptIfNoInventory)');
     expect(c.kube.object('v1', 'ConfigMap', 'kube-system', 'gone')).toBeUndefined();
     expect(c.kube.object('v1', 'ConfigMap', 'default', 'theirs')).toBeDefined();
     expect(refused.events.filter((e) => e.type === 'manifests.prune').map((e) => e.data.object)).toEqual(['ConfigMap kube-system/gone']);
@@ -175,18 +175,71 @@ describe('bootstrap-manifest sync', () => {
     const kept = await sync(h, c, { prune: false });
     expect(kept.run.state).toBe('succeeded');
     expect(kept.events.some((e) => e.type === 'manifests.prune')).toBe(false);
+
+    // The AdoptAll policy prunes it all the same.
+    const adopting = await sync(h, c, { inventoryPolicy: 'AdoptAll' });
+    expect(adopting.run.state).toBe('succeeded');
+    expect(adopting.events.filter((e) => e.type === 'manifests.prune').map((e) => e.data.object)).toEqual(['ConfigMap default/theirs']);
+    expect(c.kube.object('v1', 'ConfigMap', 'default', 'theirs')).toBeUndefined();
+    expect(inventoryKeys(c)).toEqual(keys);
   });
 
-  it('refuses, before applying anything, an object another inventory owns', async () => {
+  it('refuses, before applying anything, an object its inventory policy does not let it take over', async () => {
     const { h, c } = await setup();
-    c.kube.putObject({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'coredns', namespace: 'kube-system', annotations: { [OWNER]: 'argo' } }, spec: { replicas: 1 } }, { manager: 'argo' });
+    const selector = { matchLabels: { 'k8s-app': 'kube-dns' } };
+    c.kube.putObject({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'coredns', namespace: 'kube-system', annotations: { [OWNER]: 'argo' } }, spec: { replicas: 1, selector } }, { manager: 'argo' });
     const writes = c.kube.writes.length;
     const { run, events } = await sync(h, c);
     expect(run.state).toBe('failed');
-    expect(run.error).toBe('refusing to sync the bootstrap manifests: Deployment.apps kube-system/coredns belongs to inventory argo');
+    expect(run.error).toBe('refusing to sync the bootstrap manifests: Deployment.apps kube-system/coredns belongs to inventory argo (policy AdoptIfNoInventory)');
     expect(c.kube.writes.length).toBe(writes);
     expect(inventoryKeys(c)).toBeUndefined();
     expect(events.some((e) => e.type === 'manifests.apply')).toBe(false);
+
+    // MustMatch takes over nothing it did not apply itself: not even kube-proxy, which Talos
+    // deployed at bootstrap and no inventory owns yet.
+    const strict = await sync(h, c, { inventoryPolicy: 'MustMatch' });
+    expect(strict.run.error).toBe(
+      'refusing to sync the bootstrap manifests: DaemonSet.apps kube-system/kube-proxy belongs to no inventory (policy MustMatch); Deployment.apps kube-system/coredns belongs to inventory argo (policy MustMatch)',
+    );
+    expect(c.kube.writes.length).toBe(writes);
+
+    // AdoptAll takes it over.
+    const adopting = await sync(h, c, { inventoryPolicy: 'AdoptAll' });
+    expect(adopting.run.state).toBe('succeeded');
+    expect(applied(adopting.events)['Deployment.apps kube-system/coredns']).toBe('configured');
+    expect((c.kube.object('apps/v1', 'Deployment', 'kube-system', 'coredns') as Json).metadata.annotations[OWNER]).toBe(INVENTORY);
+    expect(adopting.run.params).toEqual({ inventoryPolicy: 'AdoptAll' });
+  });
+
+  it('recreates an object whose immutable fields changed only when asked to, as talosctl --manifests-force does', async () => {
+    const { h, c } = await setup();
+    // kube-proxy as an older Talos deployed it, with a selector the manifests no longer have.
+    const old = { 'k8s-app': 'kube-proxy' };
+    c.kube.putObject({ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'kube-proxy', namespace: 'kube-system', labels: old }, spec: { selector: { matchLabels: old }, template: { metadata: { labels: old }, spec: { containers: [{ name: 'kube-proxy', image: 'registry.k8s.io/kube-proxy:v1.35.0' }] } } } });
+    const uid = (): string => (c.kube.object('apps/v1', 'DaemonSet', 'kube-system', 'kube-proxy') as Json).metadata.uid;
+    const before = uid();
+
+    const refused = await sync(h, c);
+    expect(refused.run.state).toBe('failed');
+    expect(refused.run.error).toMatch(/^applying DaemonSet\.apps kube-system\/kube-proxy \(manifest 10-kube-proxy\) failed: .*HTTP 422: DaemonSet\.apps "kube-proxy" is invalid: spec\.selector: .*field is immutable; a field that cannot change differs: sync with recreate \(talosctl --manifests-force\) to delete the object and create it again$/);
+    expect(uid()).toBe(before);
+
+    const preview = await sync(h, c, { recreate: true, dryRun: true });
+    expect(preview.run.state).toBe('succeeded');
+    const previewed = preview.events.find((e) => e.type === 'manifests.apply' && e.data.object === 'DaemonSet.apps kube-system/kube-proxy');
+    expect(previewed.message).toBe('would be recreated: DaemonSet.apps kube-system/kube-proxy (10-kube-proxy); spec.selector cannot change in place');
+    expect(uid()).toBe(before);
+
+    const { run, events } = await sync(h, c, { recreate: true });
+    expect(run.state).toBe('succeeded');
+    expect(applied(events)['DaemonSet.apps kube-system/kube-proxy']).toBe('recreated');
+    expect(events.find((e) => e.type === 'manifests.done').message).toMatch(/, 1 recreated, /);
+    const live = c.kube.object('apps/v1', 'DaemonSet', 'kube-system', 'kube-proxy') as Json;
+    expect(live.metadata.uid).not.toBe(before);
+    expect(live.spec.selector.matchLabels).toEqual({ 'k8s-app': 'kube-proxy', tier: 'node' });
+    expect(live.metadata.annotations[OWNER]).toBe(INVENTORY);
+    expect(events.some((e) => e.type === 'manifests.ready' && e.data.object === 'DaemonSet.apps kube-system/kube-proxy')).toBe(true);
   });
 
   it('a rollout that never completes fails the run naming it, with the inventory written', async () => {
@@ -307,7 +360,7 @@ describe('POST /v1/clusters/:id/sync-manifests validation', () => {
     expect(notBootstrapped.status).toBe(409);
     expect(notBootstrapped.body.error).toMatchObject({ code: 'not_bootstrapped' });
     await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, c.clusterId));
-    for (const bad of [{ prune: 'no' }, { dryRun: 1 }, { force: true }, []]) {
+    for (const bad of [{ prune: 'no' }, { dryRun: 1 }, { force: true }, { recreate: 'yes' }, { inventoryPolicy: 'Mine' }, []]) {
       const res = await post(bad);
       expect(res.status).toBe(400);
     }
@@ -328,17 +381,27 @@ describe('dashboard: Sync manifests', () => {
     expect(text).toContain('Sync manifests');
     expect(text).toContain('Preview manifest sync');
 
-    const preview = await b.submit(page, `${page}/sync-manifests`, { dryRun: 'on' });
+    // What the browser sends: the checked boxes, and the name of the button pressed.
+    const preview = await b.submit(page, `${page}/sync-manifests`, { prune: 'on', dryRun: 'on' });
     expect(preview.location).toMatch(/^\/runs\//);
     const runId = preview.location!.split('/').pop()!;
     const run = await finishedRun(h, runId);
     expect(run.params).toEqual({ dryRun: true });
     expect(run.state).toBe('succeeded');
-    const synced = await b.submit(page, `${page}/sync-manifests`, {});
+    const synced = await b.submit(page, `${page}/sync-manifests`, { prune: 'on', recreate: 'on' });
     const real = await finishedRun(h, synced.location!.split('/').pop()!);
-    expect(real.params).toEqual({});
+    expect(real.params).toEqual({ recreate: true });
     expect(real.state).toBe('succeeded');
     expect(c.kube.object('v1', 'ConfigMap', 'kube-system', INVENTORY)).toBeDefined();
+    const keeping = await b.submit(page, `${page}/sync-manifests`, {});
+    expect((await finishedRun(h, keeping.location!.split('/').pop()!)).params).toEqual({ prune: false });
+
+    // A retry from the run page runs it with the same choices.
+    const realPage = `/runs/${real.id}`;
+    const again = await b.submit(realPage, `${realPage}/retry`, {});
+    const retried = await finishedRun(h, again.location!.split('/').pop()!);
+    expect(retried.id).not.toBe(real.id);
+    expect(retried.params).toEqual({ recreate: true });
   });
 });
 
@@ -353,7 +416,7 @@ describe('bootstrap-manifest sync, reading the manifests', () => {
       const access = { withTalos: async (address: string, fn: (c: unknown) => Promise<unknown>) => fn({ listResources: async () => (listed.push(address), []) }) } as unknown as ClusterAccess;
       const writes = sim.writes.length;
       const ctx = { access, kube, controlPlanes: [{ name: 'cp1', address: 'a1' }, { name: 'cp2', address: 'a2' }], hard: new AbortController().signal, signal: new AbortController().signal, emit: async () => {} };
-      await expect(syncManifests(ctx, { prune: true, dryRun: false, waitMs: 0, pollMs: 10, callDeadlineMs: 1_000 })).rejects.toThrow(
+      await expect(syncManifests(ctx, { prune: true, dryRun: false, recreate: false, inventoryPolicy: 'AdoptIfNoInventory', waitMs: 0, pollMs: 10, callDeadlineMs: 1_000 })).rejects.toThrow(
         'cannot read the bootstrap manifests from any control plane: cp1: lists no bootstrap manifests; cp2: lists no bootstrap manifests',
       );
       expect(listed).toEqual(['a1', 'a2']);

@@ -59,8 +59,8 @@ async function setup(
   return { h, c: cluster, link };
 }
 
-async function start(hh: Harness, c: UpgradeCluster, version = TO): Promise<string> {
-  const res = await hh.call('POST', `/v1/clusters/${c.clusterId}/upgrade-kubernetes`, { body: { version } });
+async function start(hh: Harness, c: UpgradeCluster, version = TO, more: Json = {}): Promise<string> {
+  const res = await hh.call('POST', `/v1/clusters/${c.clusterId}/upgrade-kubernetes`, { body: { version, ...more } });
   expect(res.status).toBe(202);
   expect(res.body.run.kind).toBe('upgrade-kubernetes');
   return res.body.run.id;
@@ -210,18 +210,18 @@ describe('Kubernetes upgrade', () => {
 
   it('a manifest sync that fails leaves the version unrecorded; the next run skips every step done and only syncs', async () => {
     const { h, c } = await setup(fleet(1, 0));
-    const claimed = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'coredns', namespace: 'kube-system', annotations: { 'config.k8s.io/owning-inventory': 'argo' } }, spec: { replicas: 1 } };
+    const claimed = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'coredns', namespace: 'kube-system', annotations: { 'config.k8s.io/owning-inventory': 'argo' } }, spec: { replicas: 1, selector: { matchLabels: { 'k8s-app': 'kube-dns' } } } };
     c.kube.putObject(claimed, { manager: 'argo' });
     const first = await finishedRun(h, await start(h, c));
     expect(first.state).toBe('failed');
-    expect(first.error).toBe('refusing to sync the bootstrap manifests: Deployment.apps kube-system/coredns belongs to inventory argo');
+    expect(first.error).toBe('refusing to sync the bootstrap manifests: Deployment.apps kube-system/coredns belongs to inventory argo (policy AdoptIfNoInventory)');
     expect(await k8sVersion(h, c)).toBe(FROM);
     expect(c.kube.object('v1', 'ConfigMap', 'kube-system', 'talos-bootstrap-manifests-inventory')).toBeUndefined();
 
-    // Handed over (its owner's annotation dropped), the next run has nothing left but the sync.
-    c.kube.putObject({ ...claimed, metadata: { name: 'coredns', namespace: 'kube-system' } }, { manager: 'argo', operation: 'Update' });
-    const second = await finishedRun(h, await start(h, c));
+    // Taken over with the AdoptAll policy, the next run has nothing left but the sync.
+    const second = await finishedRun(h, await start(h, c, TO, { manifestsInventoryPolicy: 'AdoptAll' }));
     expect(second.error).toBeNull();
+    expect(second.params.manifestsInventoryPolicy).toBe('AdoptAll');
     expect(second.result.upgraded).toEqual(['bootstrap manifests']);
     expect(second.result.skipped).toEqual(['kube-apiserver on cp1', 'kube-controller-manager on cp1', 'kube-scheduler on cp1', 'kube-proxy', 'kubelet on cp1']);
     expect(c.sim('cp1').receivedConfigs).toHaveLength(5);
@@ -502,5 +502,10 @@ describe('dashboard: Upgrade Kubernetes', () => {
     await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on' });
     const again = (await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs as Json[];
     expect(again.find((r) => r.id !== runs[0].id)?.params).toEqual({ fromVersion: FROM, kubernetesVersion: TO, manifests: false });
+    // Ticked, the last box lets that sync recreate what it cannot change in place.
+    for (const r of again) await h.call('POST', `/v1/runs/${r.id}/cancel`);
+    await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on', manifests: 'on', recreateManifests: 'on' });
+    const third = ((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs as Json[]).find((r) => !again.some((a) => a.id === r.id));
+    expect(third?.params).toEqual({ fromVersion: FROM, kubernetesVersion: TO, recreateManifests: true });
   });
 });

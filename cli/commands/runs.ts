@@ -1,5 +1,5 @@
-import type { Command } from 'commander';
-import type { Run, RunEvent } from '../api-types.ts';
+import { Option, type Command } from 'commander';
+import { INVENTORY_POLICIES, type Run, type RunEvent } from '../api-types.ts';
 import type { ApiClient } from '../client.ts';
 import { usageError } from '../exit.ts';
 import { exitCodeOf, followRun, formatEvent } from '../follow.ts';
@@ -138,11 +138,19 @@ export function registerRunCommands(program: Command): void {
       .argument('<cluster>', 'cluster name or id')
       .requiredOption('--to <version>', 'the Kubernetes version, e.g. 1.37.0 (at most one minor up)')
       .option('--no-manifests', 'skip the closing bootstrap-manifest sync')
-      .option('--no-prune-manifests', 'let that sync keep what no manifest names any more'),
-  ).action(async (ref: string, opts: WaitOption & { to: string; manifests: boolean; pruneManifests: boolean }, cmd: Command) => {
+      .option('--no-prune-manifests', 'let that sync keep what no manifest names any more')
+      .option('--recreate-manifests', 'let that sync delete and create again objects whose immutable fields changed')
+      .addOption(new Option('--manifests-inventory-policy <policy>', "which existing objects that sync may take over and prune").choices(INVENTORY_POLICIES)),
+  ).action(async (ref: string, opts: WaitOption & { to: string; manifests: boolean; pruneManifests: boolean; recreateManifests?: boolean; manifestsInventoryPolicy?: string }, cmd: Command) => {
     const { api, format, opts: g } = await session(cmd);
     const cluster = await resolveCluster(api, ref, g.tenant);
-    const body = { version: opts.to, ...(opts.manifests ? {} : { manifests: false }), ...(opts.pruneManifests ? {} : { pruneManifests: false }) };
+    const body = {
+      version: opts.to,
+      ...(opts.manifests ? {} : { manifests: false }),
+      ...(opts.pruneManifests ? {} : { pruneManifests: false }),
+      ...(opts.recreateManifests ? { recreateManifests: true } : {}),
+      ...(opts.manifestsInventoryPolicy ? { manifestsInventoryPolicy: opts.manifestsInventoryPolicy } : {}),
+    };
     await submitRun(api, format, `/v1/clusters/${cluster.id}/upgrade-kubernetes`, body, opts);
   });
 
@@ -152,11 +160,19 @@ export function registerRunCommands(program: Command): void {
       .description("apply the bootstrap manifests the control planes render (server-side apply, prune, wait for rollouts)")
       .argument('<cluster>', 'cluster name or id')
       .option('--dry-run', 'report what would be created, configured and deleted; change nothing')
-      .option('--no-prune', 'keep objects no manifest names any more'),
-  ).action(async (ref: string, opts: WaitOption & { dryRun?: boolean; prune: boolean }, cmd: Command) => {
+      .option('--no-prune', 'keep objects no manifest names any more')
+      .option('--recreate', 'delete and create again objects whose immutable fields changed (talosctl --manifests-force)')
+      .addOption(new Option('--inventory-policy <policy>', 'which existing objects the sync may take over and prune').choices(INVENTORY_POLICIES)),
+  ).action(async (ref: string, opts: WaitOption & { dryRun?: boolean; prune: boolean; recreate?: boolean; inventoryPolicy?: string }, cmd: Command) => {
     const { api, format, opts: g } = await session(cmd);
     const cluster = await resolveCluster(api, ref, g.tenant);
-    await submitRun(api, format, `/v1/clusters/${cluster.id}/sync-manifests`, { ...(opts.dryRun ? { dryRun: true } : {}), ...(opts.prune ? {} : { prune: false }) }, opts);
+    const body = {
+      ...(opts.dryRun ? { dryRun: true } : {}),
+      ...(opts.prune ? {} : { prune: false }),
+      ...(opts.recreate ? { recreate: true } : {}),
+      ...(opts.inventoryPolicy ? { inventoryPolicy: opts.inventoryPolicy } : {}),
+    };
+    await submitRun(api, format, `/v1/clusters/${cluster.id}/sync-manifests`, body, opts);
   });
 
   waitOpt(

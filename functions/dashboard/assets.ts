@@ -65,6 +65,7 @@ button.secondary { background: transparent; color: var(--accent); }
 button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
 .actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-start; margin: 0 0 1rem; }
 .actions form { margin: 0; }
+form.card .field.check + .actions { margin: .75rem 0 0; }
 .inline { display: inline; }
 details { margin: .25rem 0; }
 summary { cursor: pointer; color: var(--accent); min-height: 1.75rem; }

@@ -245,9 +245,12 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   );
   app.post(
     '/clusters/:id/upgrade-kubernetes',
-    clusterAction(clusterPath('/upgrade-kubernetes'), (f) => ({ ...pick(f, ['version']), etcdSnapshot: f.etcdSnapshot === 'on', manifests: f.manifests === 'on' }), 'upgrade-kubernetes'),
+    clusterAction(clusterPath('/upgrade-kubernetes'), (f) => ({ ...pick(f, ['version']), etcdSnapshot: f.etcdSnapshot === 'on', manifests: f.manifests === 'on', recreateManifests: f.recreateManifests === 'on' }), 'upgrade-kubernetes'),
   );
-  app.post('/clusters/:id/sync-manifests', clusterAction(clusterPath('/sync-manifests'), (f) => (f.dryRun === 'on' ? { dryRun: true } : {}), 'sync-manifests'));
+  app.post(
+    '/clusters/:id/sync-manifests',
+    clusterAction(clusterPath('/sync-manifests'), (f) => ({ dryRun: f.dryRun === 'on', prune: f.prune === 'on', recreate: f.recreate === 'on' }), 'sync-manifests'),
+  );
   app.post(
     '/clusters/:id/machines/:mid/push-config',
     clusterAction(
@@ -327,7 +330,8 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const cid = run.cluster ? encodeURIComponent(run.cluster) : '';
     // An upgrade told to skip its etcd snapshot is retried the same way.
     const withoutSnapshot = p.etcdSnapshot === false ? { etcdSnapshot: false } : {};
-    const manifestChoices = { ...(p.manifests === false ? { manifests: false } : {}), ...(p.pruneManifests === false ? { pruneManifests: false } : {}) };
+    // The params keep only what differs from the defaults, so they go back as they are.
+    const manifestChoices = given(p, ['manifests', 'pruneManifests', 'recreateManifests', 'manifestsInventoryPolicy']);
     const call: [string, Record<string, unknown>] | null =
       run.kind === 'provision'
         ? [`/v1/clusters/${cid}/provision`, { mode: p.planRun ? 'plan' : p.mode, ...(p.destroy ? { destroy: true } : {}) }]
@@ -338,7 +342,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
             : run.kind === 'upgrade-kubernetes'
               ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion, ...withoutSnapshot, ...manifestChoices }]
             : run.kind === 'sync-manifests'
-              ? [`/v1/clusters/${cid}/sync-manifests`, { ...(p.prune === false ? { prune: false } : {}), ...(p.dryRun ? { dryRun: true } : {}) }]
+              ? [`/v1/clusters/${cid}/sync-manifests`, given(p, ['prune', 'dryRun', 'recreate', 'inventoryPolicy'])]
             : run.kind === 'backup'
               ? ['/v1/backups', {}]
               : null;
@@ -611,6 +615,11 @@ function pick(f: FormValues, keys: string[]): Record<string, string> {
     if (val) out[k] = val;
   }
   return out;
+}
+
+/** The entries of `o` among `keys` that are set. */
+function given(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
 }
 
 /** A whole number stays a number; anything else goes to the API as typed, for it to reject. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineJob, type JobParams } from '../../lib/jobs/spec.ts';
+import { inventoryPolicy } from '../manifests/job.ts';
 
 /** A Kubernetes version upgrade the way `talosctl upgrade-k8s` does it (runner/jobs/upgrade-kubernetes). */
 export const upgradeKubernetesJob = defineJob(
@@ -17,6 +18,10 @@ export const upgradeKubernetesJob = defineJob(
     manifests: z.boolean().optional(),
     /** That sync deletes what no manifest names any more. Absent: true. */
     pruneManifests: z.boolean().optional(),
+    /** That sync deletes and creates again objects whose immutable fields changed. Absent: false. */
+    recreateManifests: z.boolean().optional(),
+    /** That sync's inventory policy. Absent: AdoptIfNoInventory. */
+    manifestsInventoryPolicy: inventoryPolicy.optional(),
   }),
 );
 export type UpgradeKubernetesParams = JobParams<typeof upgradeKubernetesJob>;

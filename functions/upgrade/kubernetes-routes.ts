@@ -14,6 +14,7 @@ import { machinesWithoutAddress } from '../machine-config/access.ts';
 import { renderDocuments } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
+import { inventoryPolicy } from '../manifests/job.ts';
 import { upgradeKubernetesJob } from './kubernetes-job.ts';
 
 export const upgradeKubernetesBody = z.strictObject({
@@ -27,6 +28,10 @@ export const upgradeKubernetesBody = z.strictObject({
   manifests: z.boolean().optional(),
   /** Default true: that sync deletes what an earlier one applied and no manifest names any more (talosctl --manifests-no-prune). */
   pruneManifests: z.boolean().optional(),
+  /** Default false: that sync deletes and creates again objects whose immutable fields changed (talosctl --manifests-force). */
+  recreateManifests: z.boolean().optional(),
+  /** Default AdoptIfNoInventory: that sync's inventory policy (talosctl --manifests-inventory-policy). */
+  manifestsInventoryPolicy: inventoryPolicy.optional(),
 });
 
 /**
@@ -61,7 +66,17 @@ export function upgradeKubernetesRoutes() {
       const uses = removedUsesByMachine(rows.map((m) => ({ name: m.name, role: m.role, documents: renderDocuments(atTarget, { ...m, kubernetesComponents: null }, secrets) })), gone);
       if (uses.length) throw new ApiError(409, 'removed_in_target', `${removedRefusal(target, uses)}; take them out of the cluster's or machines' patches first`, { uses, to: target });
     }
-    const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, { fromVersion: cluster.kubernetesVersion, kubernetesVersion: target, ...(body.etcdSnapshot === false ? { etcdSnapshot: false } : {}), ...(body.force ? { force: true } : {}), ...(body.manifests === false ? { manifests: false } : {}), ...(body.pruneManifests === false ? { pruneManifests: false } : {}) }, c.var.principal.tokenId);
+    const params = {
+      fromVersion: cluster.kubernetesVersion,
+      kubernetesVersion: target,
+      ...(body.etcdSnapshot === false ? { etcdSnapshot: false } : {}),
+      ...(body.force ? { force: true } : {}),
+      ...(body.manifests === false ? { manifests: false } : {}),
+      ...(body.pruneManifests === false ? { pruneManifests: false } : {}),
+      ...(body.recreateManifests ? { recreateManifests: true } : {}),
+      ...(body.manifestsInventoryPolicy && body.manifestsInventoryPolicy !== 'AdoptIfNoInventory' ? { manifestsInventoryPolicy: body.manifestsInventoryPolicy } : {}),
+    };
+    const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, params, c.var.principal.tokenId);
     return accepted(c, run);
   });
   return app;

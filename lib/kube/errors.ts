@@ -11,6 +11,10 @@ export class KubeApiError extends Error {
     message: string,
     /** HTTP status when the server answered. */
     readonly status?: number,
+    /** The fields a 422's Status names (details.causes[].field), as `spec.selector`. */
+    readonly fields: string[] = [],
+    /** The server said a field may not change (a 422 whose message or a cause says so). */
+    readonly immutable = false,
   ) {
     super(message);
   }
@@ -48,23 +52,39 @@ export function transportError(endpoint: string, err: unknown): KubeApiError {
   return new KubeApiError('unreachable', `${endpoint}: ${text}`);
 }
 
-function statusMessage(body: unknown): string {
-  let b: unknown = body;
-  if (typeof body === 'string') {
-    try {
-      b = JSON.parse(body);
-    } catch {
-      return body.slice(0, 200);
-    }
-  }
-  const m = b && typeof b === 'object' ? (b as { message?: unknown }).message : undefined;
-  return typeof m === 'string' ? m.slice(0, 200) : '';
+interface Status {
+  message?: unknown;
+  details?: { causes?: Array<{ field?: unknown; message?: unknown }> };
 }
+
+function parseStatus(body: unknown): Status | string {
+  if (typeof body !== 'string') return body && typeof body === 'object' ? (body as Status) : {};
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return parsed && typeof parsed === 'object' ? (parsed as Status) : {};
+  } catch {
+    return body;
+  }
+}
+
+/**
+ * apimachinery's wording for a field that may not change (FieldImmutableErrorMsg, and the
+ * Service's "may not change once set"), and what CEL and admission webhooks say for theirs.
+ */
+const IMMUTABLE = /field is immutable|may not change once set|is immutable|immutable field/i;
 
 /** Classifies an HTTP answer with a non-success status for `endpoint`. */
 export function httpError(endpoint: string, status: number, body: unknown): KubeApiError {
-  const detail = statusMessage(body);
+  const st = parseStatus(body);
+  const full = typeof st === 'string' ? st : typeof st.message === 'string' ? st.message : '';
+  const detail = full.slice(0, 200);
   const suffix = detail ? `: ${detail}` : '';
+  if (status === 422 && typeof st === 'object') {
+    const causes = st.details?.causes ?? [];
+    const fields = causes.map((c) => c.field).filter((f): f is string => typeof f === 'string');
+    const immutable = IMMUTABLE.test(full) || causes.some((c) => typeof c.message === 'string' && IMMUTABLE.test(c.message));
+    return new KubeApiError('http', `${endpoint}: HTTP ${status}${suffix}`, status, fields, immutable);
+  }
   if (status === 401) return new KubeApiError('unauthenticated', `${endpoint}: 401 Unauthorized${suffix}`, status);
   if (status === 403) return new KubeApiError('forbidden', `${endpoint}: 403 Forbidden${suffix}`, status);
   return new KubeApiError('http', `${endpoint}: HTTP ${status}${suffix}`, status);

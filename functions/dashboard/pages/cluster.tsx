@@ -130,12 +130,6 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             <input type="hidden" name="mode" value="apply" />
           </ActionButton>
           {!cluster.bootstrapped && <ActionButton v={v} action={`/clusters/${cid}/bootstrap`} label="Bootstrap" kind="secondary" id="bootstrap" />}
-          {cluster.bootstrapped && <ActionButton v={v} action={`/clusters/${cid}/sync-manifests`} label="Sync manifests" kind="secondary" id="sync-manifests" />}
-          {cluster.bootstrapped && (
-            <ActionButton v={v} action={`/clusters/${cid}/sync-manifests`} label="Preview manifest sync" kind="secondary" id="sync-manifests-dry">
-              <input type="hidden" name="dryRun" value="on" />
-            </ActionButton>
-          )}
           <ActionButton v={v} action={`/clusters/${cid}/destroy`} label="Plan destroy" kind="danger" />
         </div>
         <p class="downloads">
@@ -186,8 +180,33 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             <input id="k8s-manifests" type="checkbox" name="manifests" value="on" checked={failedForm === 'upgrade-kubernetes' ? values.manifests === 'on' : true} />
             <label for="k8s-manifests">Sync the bootstrap manifests at the end</label>
           </div>
+          <div class="field check">
+            <input id="k8s-recreate" type="checkbox" name="recreateManifests" value="on" checked={failedForm === 'upgrade-kubernetes' && values.recreateManifests === 'on'} />
+            <label for="k8s-recreate">In that sync, recreate objects whose immutable fields changed</label>
+          </div>
           <button type="submit">Upgrade Kubernetes</button>
         </form>
+        {cluster.bootstrapped && (
+          <form method="post" action={href(v, `/clusters/${cid}/sync-manifests`)} class="card" id="sync-manifests">
+            <h3>Bootstrap manifests</h3>
+            <p class="hint">Applies what the control planes render (kube-proxy, CoreDNS, the CNI, inline manifests), as the end of a Kubernetes upgrade does; the preview changes nothing.</p>
+            <Csrf v={v} />
+            <div class="field check">
+              <input id="sm-prune" type="checkbox" name="prune" value="on" checked />
+              <label for="sm-prune">Delete what the manifests no longer name</label>
+            </div>
+            <div class="field check">
+              <input id="sm-recreate" type="checkbox" name="recreate" value="on" />
+              <label for="sm-recreate">Recreate objects whose immutable fields changed</label>
+            </div>
+            <div class="actions">
+              <button type="submit">Sync manifests</button>
+              <button type="submit" name="dryRun" value="on" class="secondary">
+                Preview manifest sync
+              </button>
+            </div>
+          </form>
+        )}
       </section>
 
       <section aria-labelledby="machines-h">

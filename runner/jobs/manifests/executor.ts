@@ -4,7 +4,7 @@
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import type { Deps } from '../../../functions/context.ts';
-import type { SyncManifestsParams } from '../../../functions/manifests/job.ts';
+import type { InventoryPolicy, SyncManifestsParams } from '../../../functions/manifests/job.ts';
 import { talosDialer } from '../../../functions/machine-config/access.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
@@ -12,19 +12,27 @@ import { openKubeWriter } from '../../../lib/kube/drain.ts';
 import { clusterAccess } from '../cluster-access.ts';
 import { reachableControlPlanes } from '../etcd/control-planes.ts';
 import { upgradeTimings } from '../upgrade/timings.ts';
-import { syncManifests, type ManifestSyncContext, type ManifestSyncResult } from './sync.ts';
+import { syncManifests, type ManifestSyncContext, type ManifestSyncOptions, type ManifestSyncResult } from './sync.ts';
 
-export function syncOptions(t: UpgradeTimings, p: { prune?: boolean; dryRun?: boolean }) {
-  return { prune: p.prune !== false, dryRun: p.dryRun === true, waitMs: t.manifestWaitMs, pollMs: t.pollMs, callDeadlineMs: t.callDeadlineMs };
+export function syncOptions(t: UpgradeTimings, p: { prune?: boolean; dryRun?: boolean; recreate?: boolean; inventoryPolicy?: InventoryPolicy }): ManifestSyncOptions {
+  return {
+    prune: p.prune !== false,
+    dryRun: p.dryRun === true,
+    recreate: p.recreate === true,
+    inventoryPolicy: p.inventoryPolicy ?? 'AdoptIfNoInventory',
+    waitMs: t.manifestWaitMs,
+    pollMs: t.pollMs,
+    callDeadlineMs: t.callDeadlineMs,
+  };
 }
 
 /** Runs the sync and reports its counts as the run's closing summary. */
-export async function syncAndReport(ctx: ManifestSyncContext, options: ReturnType<typeof syncOptions>): Promise<ManifestSyncResult> {
+export async function syncAndReport(ctx: ManifestSyncContext, options: ManifestSyncOptions): Promise<ManifestSyncResult> {
   const result = await syncManifests(ctx, options);
-  const { created, configured, unchanged, deleted } = result.counts;
+  const { created, configured, recreated, unchanged, deleted } = result.counts;
   await ctx.emit({
     type: 'manifests.done',
-    message: `bootstrap manifests of ${result.source}${result.dryRun ? ' (dry run: nothing changed)' : ''}: ${created} created, ${configured} configured, ${unchanged} unchanged, ${deleted} deleted`,
+    message: `bootstrap manifests of ${result.source}${result.dryRun ? ' (dry run: nothing changed)' : ''}: ${created} created, ${configured} configured, ${recreated ? `${recreated} recreated, ` : ''}${unchanged} unchanged, ${deleted} deleted`,
     data: { source: result.source, dryRun: result.dryRun, ...result.counts },
   });
   return result;

@@ -11,6 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../../lib/errors.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
+import type { InventoryPolicy } from '../../../functions/manifests/job.ts';
+import { KubeApiError } from '../../../lib/kube/errors.ts';
 import { applyObject, createObject, deleteObject, getObject, mergePatchObject, type StoredObject } from '../../../lib/kube/apply.ts';
 import { objectPath, restMapper, type ResourceMapping, type RestMapper } from '../../../lib/kube/discovery.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
@@ -26,14 +28,14 @@ export const INVENTORY_NAMESPACE = 'kube-system';
 export const INVENTORY_NAME = 'talos-bootstrap-manifests-inventory';
 export const INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory';
 
-export type ManifestAction = 'created' | 'configured' | 'unchanged' | 'deleted';
+export type ManifestAction = 'created' | 'configured' | 'recreated' | 'unchanged' | 'deleted';
 
 export interface ManifestChange {
   object: string;
   action: ManifestAction;
   /** The Talos manifest it came from; absent for a pruned object. */
   manifest?: string;
-  /** For a configured object, the paths of the fields the apply changed (at most 50). */
+  /** For a configured object, the paths of the fields the apply changed (at most 50); for a recreated one, those that could not change. */
   fields?: string[];
 }
 
@@ -50,6 +52,10 @@ export interface ManifestSyncOptions {
   prune: boolean;
   /** Ask the server what would change; store nothing. */
   dryRun: boolean;
+  /** Delete and create again an object whose immutable fields changed (talosctl --manifests-force). */
+  recreate: boolean;
+  /** Which existing objects the sync may take over and prune. */
+  inventoryPolicy: InventoryPolicy;
   /** How long changed workloads may take to roll out; 0 does not wait. */
   waitMs: number;
   pollMs: number;
@@ -158,10 +164,17 @@ async function writeInventory(ctx: ManifestSyncContext, inv: Inventory, refs: Ob
 
 const union = (a: ObjectRef[], b: ObjectRef[]): ObjectRef[] => [...a, ...b.filter((r) => !a.some((x) => sameRef(x, r)))];
 
-/** talosctl's default policy, AdoptIfNoInventory: take over objects nobody's inventory claims, never another inventory's. */
-function claimedElsewhere(obj: StoredObject | undefined): string | undefined {
-  const owner = obj?.metadata.annotations?.[INVENTORY_ANNOTATION];
-  return owner && owner !== INVENTORY_NAME ? owner : undefined;
+/**
+ * Why `policy` keeps this sync from taking over or pruning `obj` (go-kubernetes' checkInventoryPolicy);
+ * undefined when it may: always for its own objects, for those no inventory owns unless the policy
+ * is MustMatch, for another inventory's only under AdoptAll.
+ */
+function policyRefusal(obj: StoredObject | undefined, policy: InventoryPolicy): string | undefined {
+  if (!obj) return undefined;
+  const owner = obj.metadata.annotations?.[INVENTORY_ANNOTATION];
+  if (owner === INVENTORY_NAME) return undefined;
+  if (!owner) return policy === 'MustMatch' ? 'belongs to no inventory (policy MustMatch)' : undefined;
+  return policy === 'AdoptAll' ? undefined : `belongs to inventory ${owner} (policy ${policy})`;
 }
 
 async function mapAll(mapper: RestMapper, planned: Planned[], allowMissing: (p: Planned) => boolean): Promise<void> {
@@ -203,8 +216,11 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
   });
 
   for (const p of planned) if (p.mapping) p.before = await getObject(ctx.kube, pathOf(p), ctx.hard);
-  const claimed = planned.filter((p) => claimedElsewhere(p.before)).map((p) => `${describeRef(p.ref)} belongs to inventory ${claimedElsewhere(p.before)}`);
-  if (claimed.length) throw new RunError(`refusing to sync the bootstrap manifests: ${claimed.join('; ')}`, { objects: claimed });
+  const claimed = planned.flatMap((p) => {
+    const why = policyRefusal(p.before, o.inventoryPolicy);
+    return why ? [`${describeRef(p.ref)} ${why}`] : [];
+  });
+  if (claimed.length) throw new RunError(`refusing to sync the bootstrap manifests: ${claimed.join('; ')}`, { objects: claimed, inventoryPolicy: o.inventoryPolicy });
 
   // Recorded before anything is applied: a sync that dies half-way leaves every object it may have
   // created in the inventory, so the next one can still prune it. A ref that was never created is
@@ -227,40 +243,54 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
     }
     for (const p of stage) {
       ctx.signal.throwIfAborted();
-      const { action, diff } = unaskable(p) ? { action: 'created' as const } : await applyOne(ctx, p, o.dryRun);
+      const { action, diff } = unaskable(p) ? { action: 'created' as const } : await applyOne(ctx, p, o);
       changes.push({ object: describeRef(p.ref), action, manifest: p.manifest, ...(diff ? { fields: diff.fields.map((f) => f.path) } : {}) });
       if (action !== 'unchanged') changed.push(p);
       await ctx.emit({
         type: 'manifests.apply',
-        message: `${o.dryRun ? 'would be ' : ''}${action}: ${describeRef(p.ref)} (${p.manifest})${diff?.fields.length ? `; ${describeFields(diff)}` : ''}`,
+        message: `${o.dryRun ? 'would be ' : ''}${action}: ${describeRef(p.ref)} (${p.manifest})${diff?.fields.length ? `; ${describeFields(diff)}${action === 'recreated' ? ' cannot change in place' : ''}` : ''}`,
         data: { object: describeRef(p.ref), action, manifest: p.manifest, dryRun: o.dryRun, ...(diff ? { fields: diff.fields, moreFields: diff.more } : {}) },
       });
     }
   }
 
-  if (o.prune) recorded = await prune(ctx, mapper, inventory, recorded, planned, changes, o.dryRun);
+  if (o.prune) recorded = await prune(ctx, mapper, inventory, recorded, planned, changes, o);
   if (!o.dryRun) await writeInventory(ctx, inventory, recorded);
   if (!o.dryRun && o.waitMs > 0) await waitForRollouts(ctx, changed, o);
 
-  const counts: Record<ManifestAction, number> = { created: 0, configured: 0, unchanged: 0, deleted: 0 };
+  const counts: Record<ManifestAction, number> = { created: 0, configured: 0, recreated: 0, unchanged: 0, deleted: 0 };
   for (const c of changes) counts[c.action]++;
   return { source, dryRun: o.dryRun, changes, counts };
 }
 
 interface Applied {
   action: Exclude<ManifestAction, 'deleted'>;
-  /** What a configured object's apply changed. */
+  /** What a configured object's apply changed; the fields that could not change, for a recreated one. */
   diff?: { fields: FieldChange[]; more: number };
 }
 
-async function applyOne(ctx: ManifestSyncContext, p: Planned, dryRun: boolean): Promise<Applied> {
+async function applyOne(ctx: ManifestSyncContext, p: Planned, o: ManifestSyncOptions): Promise<Applied> {
+  const { dryRun } = o;
   const annotated: KubeObject = { ...p.object, metadata: { ...p.object.metadata, annotations: { ...p.object.metadata.annotations, [INVENTORY_ANNOTATION]: INVENTORY_NAME } } };
+  const apply = (asDryRun: boolean) => applyObject(ctx.kube, pathOf(p), annotated, { fieldManager: FIELD_MANAGER, force: true, dryRun: asDryRun, signal: ctx.hard });
+  const failed = (err: unknown, hint = ''): RunError => new RunError(`applying ${describeRef(p.ref)} (manifest ${p.manifest}) failed: ${errorMessage(err)}${hint}`, { object: describeRef(p.ref), manifest: p.manifest });
   let after: StoredObject;
   try {
-    after = await applyObject(ctx.kube, pathOf(p), annotated, { fieldManager: FIELD_MANAGER, force: true, dryRun, signal: ctx.hard });
+    after = await apply(dryRun);
   } catch (err) {
     ctx.hard.throwIfAborted();
-    throw new RunError(`applying ${describeRef(p.ref)} (manifest ${p.manifest}) failed: ${errorMessage(err)}`, { object: describeRef(p.ref), manifest: p.manifest });
+    if (!(err instanceof KubeApiError && err.immutable && p.before)) throw failed(err);
+    if (!o.recreate) throw failed(err, '; a field that cannot change differs: sync with recreate (talosctl --manifests-force) to delete the object and create it again');
+    const diff = { fields: err.fields.map((path) => ({ path })), more: 0 };
+    if (dryRun) return { action: 'recreated', diff };
+    await deleteUntilGone(ctx, p, o);
+    try {
+      await apply(false);
+    } catch (again) {
+      ctx.hard.throwIfAborted();
+      throw failed(again, ' after it was deleted to be created again; the next sync creates it');
+    }
+    return { action: 'recreated', diff };
   }
   if (!p.before) return { action: 'created' };
   // A real apply that changed nothing keeps the resourceVersion; a dry run never moves it, so its result is compared.
@@ -268,7 +298,27 @@ async function applyOne(ctx: ManifestSyncContext, p: Planned, dryRun: boolean): 
   return unchanged ? { action: 'unchanged' } : { action: 'configured', diff: changedFields(p.before, after) };
 }
 
-async function prune(ctx: ManifestSyncContext, mapper: RestMapper, inventory: Inventory, recorded: ObjectRef[], planned: Planned[], changes: ManifestChange[], dryRun: boolean): Promise<ObjectRef[]> {
+/** A deletion is waited for at least this long, whatever the rollout wait (0 skips that, not this). */
+const GONE_WAIT_MIN_MS = 60_000;
+
+/**
+ * Deletes the object and waits until the server no longer has it (bounded: a finalizer may hold
+ * it), so it can be created again. The inventory already names it, so a sync that stops in between
+ * creates it next time.
+ */
+async function deleteUntilGone(ctx: ManifestSyncContext, p: Planned, o: ManifestSyncOptions): Promise<void> {
+  ctx.signal.throwIfAborted();
+  await deleteObject(ctx.kube, pathOf(p), ctx.hard);
+  const waitMs = Math.max(o.waitMs, GONE_WAIT_MIN_MS);
+  const end = Date.now() + waitMs;
+  while (await getObject(ctx.kube, pathOf(p), ctx.hard)) {
+    if (Date.now() + o.pollMs > end) throw new RunError(`${describeRef(p.ref)} was deleted to be created again, but the server still has it after ${Math.round(waitMs / 1000)} s (a finalizer?); the next sync creates it once it is gone`, { object: describeRef(p.ref) });
+    await sleep(o.pollMs, undefined, { signal: ctx.hard }).catch(() => ctx.hard.throwIfAborted());
+  }
+}
+
+async function prune(ctx: ManifestSyncContext, mapper: RestMapper, inventory: Inventory, recorded: ObjectRef[], planned: Planned[], changes: ManifestChange[], o: ManifestSyncOptions): Promise<ObjectRef[]> {
+  const { dryRun } = o;
   let kept = recorded;
   const refused: string[] = [];
   for (const ref of recorded) {
@@ -287,9 +337,9 @@ async function prune(ctx: ManifestSyncContext, mapper: RestMapper, inventory: In
       drop();
       continue;
     }
-    const owner = claimedElsewhere(current);
-    if (owner) {
-      refused.push(`${describeRef(ref)} belongs to inventory ${owner}`);
+    const why = policyRefusal(current, o.inventoryPolicy);
+    if (why) {
+      refused.push(`${describeRef(ref)} ${why}`);
       continue;
     }
     if (!dryRun) await deleteObject(ctx.kube, path, ctx.hard);

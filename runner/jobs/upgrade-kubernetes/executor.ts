@@ -188,7 +188,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
       const started = performance.now();
       await emit({ type: 'k8s.step.start', message: `${MANIFESTS_STEP}: sync with server-side apply`, data: { step: MANIFESTS_STEP } });
       // Like every step, a cancel lets it finish: `signal` is the hard one here too.
-      const synced = await syncAndReport({ access, kube, controlPlanes, hard, signal: hard, emit }, syncOptions(timings, { prune: params.pruneManifests !== false }));
+      const synced = await syncAndReport({ access, kube, controlPlanes, hard, signal: hard, emit }, syncOptions(timings, { prune: params.pruneManifests !== false, recreate: params.recreateManifests === true, ...(params.manifestsInventoryPolicy ? { inventoryPolicy: params.manifestsInventoryPolicy } : {}) }));
       result.manifests = synced.counts;
       result.upgraded.push(MANIFESTS_STEP);
       await emit({ type: 'k8s.step.done', message: `${MANIFESTS_STEP}: in sync`, data: { step: MANIFESTS_STEP, elapsedMs: Math.round(performance.now() - started) } });

@@ -454,6 +454,9 @@ export class ObjectStore {
     next.managers = next.managers.filter((e) => e.fields.size > 0);
     pruneItems(next.body, (pid) => next.managers.some((e) => e.fields.has(pid)));
     if (next.group === '' && next.resource === 'secrets') foldStringData(next.body);
+    // A seed is the test's word on how things stand, an older Talos's selector included.
+    const frozen = live && !how.seeded && immutableChange(t, next.name, live.body, next.body);
+    if (frozen) return frozen;
     if (live && deepEqual(live.body, next.body) && sameOwnership(live.managers, next.managers)) return { code: 200, body: this.render(live, t) };
     const specChanged = !live || !deepEqual(withoutMeta(live.body), withoutMeta(next.body));
     if (t.generation) next.generation = !live ? 1 : (live.generation ?? 0) + (specChanged ? 1 : 0);
@@ -616,6 +619,18 @@ export class ObjectStore {
   all(kind?: string): Obj[] {
     return [...this.objects.values()].filter((o) => kind === undefined || o.kind === kind).map((o) => this.render(o));
   }
+}
+
+/** Workloads whose selector the apiserver's validation refuses to change once set (apps/v1). */
+const SELECTOR_FROZEN = new Set(['Deployment', 'DaemonSet', 'StatefulSet', 'ReplicaSet']);
+
+/** The 422 an update of a frozen field gets, worded as field.ErrorList words it. */
+function immutableChange(t: ApiType, name: string, before: Obj, after: Obj): KubeAnswer | undefined {
+  if (t.group !== 'apps' || !SELECTOR_FROZEN.has(t.kind)) return undefined;
+  const selector = (o: Obj): unknown => (isObj(o.spec) ? o.spec.selector : undefined);
+  if (deepEqual(selector(before), selector(after))) return undefined;
+  const cause = { reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(selector(after))}: field is immutable`, field: 'spec.selector' };
+  return { code: 422, body: failure(422, 'Invalid', `${t.kind}.${t.group} "${name}" is invalid: spec.selector: ${cause.message}`, { name, group: t.group, kind: t.kind, causes: [cause] }) };
 }
 
 /** A Secret's stringData is write-only: the apiserver stores it base64-encoded in data, over what data had. */

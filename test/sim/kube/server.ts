@@ -58,6 +58,8 @@ export interface SimDaemonSetSpec {
   image: string;
   /** Pods the DaemonSet schedules (one per node). */
   desired: number;
+  /** Its labels, selector and pod template labels; default `{k8s-app: <name>}`. */
+  labels?: Record<string, string>;
 }
 
 export interface SimDaemonSet extends SimDaemonSetSpec {
@@ -508,7 +510,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     setDaemonSet: (d) => {
       controllers.pin(d.namespace, d.name, d.desired);
       dsContainers.set(podKey(d.namespace, d.name), d.container);
-      const labels = { 'k8s-app': d.name };
+      const labels = d.labels ?? { 'k8s-app': d.name };
       store.put(
         {
           apiVersion: 'apps/v1',

@@ -71,7 +71,7 @@ export function linkKubeToTalos(kube: KubeSim, sims: Map<string, SimTalosNode>, 
   }
   // Talos deploys kube-proxy from the first control plane's config when the cluster bootstraps.
   const proxy = [...sims.values()].find((s) => s.config?.type === 'controlplane')?.config?.images.proxy;
-  if (proxy) kube.setDaemonSet({ namespace: 'kube-system', name: 'kube-proxy', container: 'kube-proxy', image: proxy, desired: sims.size });
+  if (proxy) kube.setDaemonSet({ namespace: 'kube-system', name: 'kube-proxy', container: 'kube-proxy', image: proxy, desired: sims.size, labels: { 'k8s-app': 'kube-proxy', tier: 'node' } });
 
   return {
     stall: (node, c) => {
