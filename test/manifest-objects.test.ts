@@ -5,6 +5,7 @@ import { describeRef, parseRefKey, refKey, refOf } from '../lib/kube/object-ref.
 import { objectPath } from '../lib/kube/discovery.ts';
 import { rolloutOf } from '../runner/jobs/manifests/rollout.ts';
 import { changedFields, describeFields, sameContent } from '../runner/jobs/manifests/content.ts';
+import { httpError } from '../lib/kube/errors.ts';
 
 describe('inventory keys', () => {
   it('writes namespace_name_group_kind, core group empty, colons of RBAC names as __, and reads them back', () => {
@@ -85,5 +86,20 @@ describe('content comparison', () => {
     expect(wide.more).toBe(2);
     expect(describeFields(wide, 1)).toBe('data.k0 and 6 more');
     expect(changedFields(before, { ...before, metadata: { ...before.metadata, resourceVersion: '5' } }).fields).toEqual([]);
+  });
+});
+
+describe('what the server says cannot change (the sync recreates only that)', () => {
+  const invalid = (message: string, causes: Array<{ field: string; message: string }>) => ({ kind: 'Status', status: 'Failure', reason: 'Invalid', code: 422, message, details: { causes: causes.map((c) => ({ reason: 'FieldValueInvalid', ...c })) } });
+  it('reads the fields and the verdict from a 422 Status, as an object or as JSON text', () => {
+    const service = invalid('Service "kube-dns" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.0.20"}: may not change once set', [{ field: 'spec.clusterIPs[0]', message: 'Invalid value: []string{"10.96.0.20"}: may not change once set' }]);
+    expect(httpError('PATCH x', 422, service)).toMatchObject({ status: 422, fields: ['spec.clusterIPs[0]'], immutable: true });
+    const selector = invalid('DaemonSet.apps "kube-proxy" is invalid: spec.selector: Invalid value: {…}: field is immutable', [{ field: 'spec.selector', message: 'Invalid value: {…}: field is immutable' }]);
+    expect(httpError('PATCH x', 422, JSON.stringify(selector))).toMatchObject({ fields: ['spec.selector'], immutable: true });
+    // A manifest the server finds invalid for another reason is not deleted on the way.
+    const required = invalid('Deployment.apps "coredns" is invalid: spec.template.spec.containers[0].image: Required value', [{ field: 'spec.template.spec.containers[0].image', message: 'Required value' }]);
+    expect(httpError('PATCH x', 422, required)).toMatchObject({ fields: ['spec.template.spec.containers[0].image'], immutable: false });
+    expect(httpError('PATCH x', 409, { message: 'field is immutable' })).toMatchObject({ immutable: false, fields: [] });
+    expect(httpError('PATCH x', 422, 'not json').message).toBe('PATCH x: HTTP 422: not json');
   });
 });

@@ -71,7 +71,7 @@ function parseStatus(body: unknown): Status | string {
  * apimachinery's wording for a field that may not change (FieldImmutableErrorMsg, and the
  * Service's "may not change once set"), and what CEL and admission webhooks say for theirs.
  */
-const IMMUTABLE = /field is immutable|may not change once set|is immutable|immutable field/i;
+const IMMUTABLE = /is immutable|immutable field|may not change once set/i;
 
 /** Classifies an HTTP answer with a non-success status for `endpoint`. */
 export function httpError(endpoint: string, status: number, body: unknown): KubeApiError {
