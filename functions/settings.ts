@@ -73,7 +73,7 @@ export interface UpgradeTimings {
   kubeDeadlineMs: number;
   /** Talos reads in flight at once when the whole cluster is checked. */
   readConcurrency: number;
-  /** How long the workloads a bootstrap-manifest sync changed may take to roll out (talosctl's reconcile timeout). */
+  /** How long what a bootstrap-manifest sync changed may take to be ready (talosctl's reconcile timeout). */
   manifestWaitMs: number;
 }
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeRef, parseRefKey, refKey, refOf } from '../lib/kube/object-ref.ts';
 import { objectPath } from '../lib/kube/discovery.ts';
-import { rolloutOf } from '../runner/jobs/manifests/rollout.ts';
+import { statusOf } from '../runner/jobs/manifests/rollout.ts';
 import { changedFields, describeFields, sameContent } from '../runner/jobs/manifests/content.ts';
 import { httpError } from '../lib/kube/errors.ts';
 
@@ -30,21 +30,56 @@ describe('inventory keys', () => {
   });
 });
 
-describe('rollout verdicts', () => {
-  const deployment = (gen: number, status: Record<string, number>, replicas = 2) => ({ kind: 'Deployment', metadata: { generation: gen }, spec: { replicas }, status });
+describe('readiness, by kstatus\' rules', () => {
+  const deployment = (gen: number, status: Record<string, number>, replicas = 2) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { generation: gen }, spec: { replicas }, status });
+  const withConditions = (apiVersion: string, kind: string, conditions: Array<Record<string, string>>, more: Record<string, unknown> = {}) => ({ apiVersion, kind, metadata: { generation: 1 }, ...more, status: { conditions, ...(more['status'] as object | undefined) } });
 
-  it('a Deployment is rolled out when the controller saw its spec and every replica is updated and available, with no old one left', () => {
-    expect(rolloutOf(deployment(2, { observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))?.done).toBe(true);
-    expect(rolloutOf(deployment(3, { observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))).toEqual({ done: false, progress: 'the controller has not seen the new spec yet' });
-    expect(rolloutOf(deployment(2, { observedGeneration: 2, replicas: 3, updatedReplicas: 2, availableReplicas: 2 }))?.done).toBe(false);
-    expect(rolloutOf(deployment(2, { observedGeneration: 2, replicas: 2, updatedReplicas: 1, availableReplicas: 2 }))).toEqual({ done: false, progress: '1 of 2 updated, 2 available' });
+  it('a Deployment is ready when the controller saw its spec and every replica is updated and available, with no old one left', () => {
+    expect(statusOf(deployment(2, { observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))).toEqual({ state: 'current', message: '2 of 2 updated, 2 available' });
+    expect(statusOf(deployment(3, { observedGeneration: 2, replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))).toEqual({ state: 'in-progress', message: 'generation 3 not observed yet (the controller saw 2)' });
+    expect(statusOf(deployment(2, { replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))).toEqual({ state: 'in-progress', message: 'the controller has not seen the new spec yet' });
+    expect(statusOf(deployment(2, { observedGeneration: 2, replicas: 3, updatedReplicas: 2, availableReplicas: 2 })).state).toBe('in-progress');
+    expect(statusOf(deployment(2, { observedGeneration: 2, replicas: 2, updatedReplicas: 1, availableReplicas: 2 }))).toEqual({ state: 'in-progress', message: '1 of 2 updated, 2 available' });
   });
 
-  it('a DaemonSet counts its scheduled pods; other kinds have no rollout', () => {
-    const ds = (status: Record<string, number>) => ({ kind: 'DaemonSet', metadata: { generation: 1 }, status: { observedGeneration: 1, ...status } });
-    expect(rolloutOf(ds({ desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberAvailable: 3 }))?.done).toBe(true);
-    expect(rolloutOf(ds({ desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberAvailable: 2 }))?.done).toBe(false);
-    expect(rolloutOf({ kind: 'ConfigMap', metadata: {} })).toBeUndefined();
+  it('a DaemonSet counts its scheduled pods', () => {
+    const ds = (status: Record<string, number>) => ({ apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { generation: 1 }, status: { observedGeneration: 1, ...status } });
+    expect(statusOf(ds({ desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberAvailable: 3 })).state).toBe('current');
+    expect(statusOf(ds({ desiredNumberScheduled: 3, updatedNumberScheduled: 3, numberAvailable: 2 })).state).toBe('in-progress');
+  });
+
+  it('any kind: Reconciling is in progress, Stalled failed, being deleted in progress; a Ready condition speaks for kinds without rules', () => {
+    const widget = (conditions: Array<Record<string, string>>) => withConditions('example.com/v1', 'Widget', conditions);
+    expect(statusOf(widget([{ type: 'Reconciling', status: 'True', reason: 'Progressing', message: 'scaling up' }]))).toEqual({ state: 'in-progress', message: 'scaling up' });
+    expect(statusOf(widget([{ type: 'Stalled', status: 'True', reason: 'BadConfig' }]))).toEqual({ state: 'failed', message: 'BadConfig' });
+    expect(statusOf(widget([{ type: 'Ready', status: 'False', message: 'waiting for the database' }]))).toEqual({ state: 'in-progress', message: 'waiting for the database' });
+    expect(statusOf(widget([{ type: 'Ready', status: 'True' }])).state).toBe('current');
+    expect(statusOf({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { generation: 4 } }).state).toBe('current');
+    expect(statusOf({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { generation: 4 }, status: { observedGeneration: 3 } }).state).toBe('in-progress');
+    expect(statusOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { deletionTimestamp: '2026-12-05T00:00:00Z' } })).toEqual({ state: 'in-progress', message: 'being deleted' });
+  });
+
+  it('the built-in kinds with rules of their own: CRD, Job, PVC, Pod, Service; ConfigMaps and Secrets are ready at once', () => {
+    const crd = (conditions: Array<Record<string, string>>) => withConditions('apiextensions.k8s.io/v1', 'CustomResourceDefinition', conditions);
+    expect(statusOf(crd([{ type: 'Established', status: 'True' }])).state).toBe('current');
+    expect(statusOf(crd([{ type: 'Established', status: 'False', reason: 'Installing' }])).state).toBe('in-progress');
+    expect(statusOf(crd([{ type: 'NamesAccepted', status: 'False', reason: 'KindConflict', message: '"Widget" is already in use' }]))).toEqual({ state: 'failed', message: '"Widget" is already in use' });
+    const job = (conditions: Array<Record<string, string>>, status: Record<string, unknown> = {}) => withConditions('batch/v1', 'Job', conditions, { status });
+    expect(statusOf(job([{ type: 'Complete', status: 'True' }])).state).toBe('current');
+    expect(statusOf(job([{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded' }]))).toEqual({ state: 'failed', message: 'the job failed: BackoffLimitExceeded' });
+    expect(statusOf(job([])).state).toBe('in-progress');
+    expect(statusOf(job([], { startTime: '2026-12-05T00:00:00Z' })).state).toBe('current');
+    expect(statusOf({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: {}, status: { phase: 'Pending' } })).toEqual({ state: 'in-progress', message: 'not bound (phase Pending)' });
+    expect(statusOf({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: {}, status: { phase: 'Bound' } }).state).toBe('current');
+    expect(statusOf(withConditions('v1', 'Pod', [{ type: 'Ready', status: 'True' }], { status: { phase: 'Running' } })).state).toBe('current');
+    expect(statusOf(withConditions('v1', 'Pod', [{ type: 'Ready', status: 'False' }], { status: { phase: 'Running' } })).state).toBe('in-progress');
+    const looping = { phase: 'Running', containerStatuses: [{ name: 'coredns', state: { waiting: { reason: 'CrashLoopBackOff' } } }] };
+    expect(statusOf(withConditions('v1', 'Pod', [{ type: 'Ready', status: 'False' }], { status: looping }))).toEqual({ state: 'failed', message: 'containers in CrashLoopBackOff: coredns' });
+    expect(statusOf({ apiVersion: 'v1', kind: 'Pod', metadata: {}, status: { phase: 'Failed' } }).state).toBe('current');
+    expect(statusOf({ apiVersion: 'v1', kind: 'Service', metadata: {}, spec: { type: 'LoadBalancer' } }).state).toBe('in-progress');
+    expect(statusOf({ apiVersion: 'v1', kind: 'Service', metadata: {}, spec: { type: 'ClusterIP', clusterIP: '10.96.0.10' } }).state).toBe('current');
+    // A ConfigMap is ready whatever conditions someone wrote into it.
+    expect(statusOf(withConditions('v1', 'ConfigMap', [{ type: 'Ready', status: 'False' }])).state).toBe('current');
   });
 });
 

@@ -29,6 +29,21 @@ const OWNER = 'config.k8s.io/owning-inventory';
 
 const started = stoppedAfterEach();
 
+/** An inline manifest listing a custom resource, a ConfigMap, their Namespace and the CRD, in that order. */
+const WIDGETS = [
+  'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: apps\nspec:\n  size: 3',
+  'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  a: b',
+  'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps',
+  [
+    'apiVersion: apiextensions.k8s.io/v1',
+    'kind: CustomResourceDefinition',
+    'metadata:\n  name: widgets.example.com',
+    'spec:\n  group: example.com\n  scope: Namespaced',
+    '  names:\n    plural: widgets\n    singular: widget\n    kind: Widget\n    listKind: WidgetList',
+    '  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true',
+  ].join('\n'),
+].join('\n---\n');
+
 async function setup(opts: { manifestWaitMs?: number; bootstrapped?: boolean } = {}): Promise<{ h: Harness; c: UpgradeCluster }> {
   const h = (started.h = await createHarness({
     patchDeps: (d: Deps) => {
@@ -247,7 +262,7 @@ describe('bootstrap-manifest sync', () => {
     c.kube.setRollout({ stuck: true });
     const { run } = await sync(h, c);
     expect(run.state).toBe('failed');
-    expect(run.error).toMatch(/^not rolled out within 0 s: .*Deployment\.apps kube-system\/coredns \(0 of \d+ updated, 0 available\)/);
+    expect(run.error).toMatch(/^not ready within 0 s: .*Deployment\.apps kube-system\/coredns \(0 of \d+ updated, 0 available\)/);
     expect(inventoryKeys(c)).toContain('kube-system_coredns_apps_Deployment');
   });
 
@@ -285,24 +300,8 @@ describe('bootstrap-manifest sync', () => {
 
   it('applies cluster-wide definitions first, whatever the manifest\'s order: a custom resource after its CRD, a ConfigMap after its Namespace', async () => {
     const { h, c } = await setup();
-    const contents = [
-      'apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: apps\nspec:\n  size: 3',
-      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  a: b',
-      'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps',
-      [
-        'apiVersion: apiextensions.k8s.io/v1',
-        'kind: CustomResourceDefinition',
-        'metadata:\n  name: widgets.example.com',
-        'spec:\n  group: example.com\n  scope: Namespaced',
-        '  names:\n    plural: widgets\n    singular: widget\n    kind: Widget\n    listKind: WidgetList',
-        '  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true',
-      ].join('\n'),
-    ].join('\n---\n');
-    for (const name of ['cp1', 'cp2']) {
-      const id = c.machineIds.get(name)!;
-      expect((await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches: [{ cluster: { inlineManifests: [{ name: 'widgets', contents }] } }] } })).status).toBe(200);
-      await push(h, c, name);
-    }
+    const contents = WIDGETS;
+    await patchControlPlanes(h, c, [{ cluster: { inlineManifests: [{ name: 'widgets', contents }] } }]);
     const preview = await sync(h, c, { dryRun: true });
     expect(preview.run.error).toBeNull();
     expect(applied(preview.events)['Widget.example.com apps/w1']).toBe('created');
@@ -316,25 +315,49 @@ describe('bootstrap-manifest sync', () => {
     expect(inventoryKeys(c)).toContain('apps_w1_example.com_Widget');
   });
 
+  it('waits for what it changed to be ready by its status, whatever the kind, and fails at once on one that says it never will', async () => {
+    const { h, c } = await setup({ manifestWaitMs: 5_000 });
+    await patchControlPlanes(h, c, [{ cluster: { inlineManifests: [{ name: 'widgets', contents: WIDGETS }] } }]);
+    expect((await sync(h, c)).run.state).toBe('succeeded');
+    // Someone resizes the widget by hand; its operator has not caught up with that generation.
+    const handEdit = (status: Json): number => {
+      const w = structuredClone(c.kube.object('example.com/v1', 'Widget', 'apps', 'w1')) as Json;
+      w.spec.size = 9;
+      return (c.kube.putObject({ ...w, status }, { manager: 'kubectl', operation: 'Update' }) as Json).metadata.generation;
+    };
+    const generation = handEdit({ observedGeneration: 1 });
+
+    const res = await h.call('POST', `/v1/clusters/${c.clusterId}/sync-manifests`, { body: {} });
+    const runId = res.body.run.id as string;
+    const eventsOf = async (): Promise<Json[]> => (await h.call('GET', `/v1/runs/${runId}/events`)).body.events;
+    // The sync puts the size back (one more generation) and waits for the operator to see it.
+    await expect.poll(async () => (await eventsOf()).find((e) => e.type === 'manifests.wait')?.data.objects, { timeout: 5_000 }).toEqual(['Widget.example.com apps/w1']);
+    expect((await h.call('GET', `/v1/runs/${runId}`)).body.state).toBe('running');
+    const w = c.kube.object('example.com/v1', 'Widget', 'apps', 'w1') as Json;
+    expect(w.metadata.generation).toBe(generation + 1);
+    c.kube.putObject({ ...w, status: { observedGeneration: generation + 1, conditions: [{ type: 'Ready', status: 'True' }] } });
+    const run = await finishedRun(h, runId);
+    expect(run.error).toBeNull();
+    expect((await eventsOf()).filter((e) => e.type === 'manifests.ready').map((e) => e.message)).toEqual(['ready: Widget.example.com apps/w1']);
+
+    // An operator that says it is stuck (Stalled) fails the run at once, not when the wait runs out.
+    const stuck = handEdit({ observedGeneration: 0 });
+    c.kube.putObject({ ...(c.kube.object('example.com/v1', 'Widget', 'apps', 'w1') as Json), status: { observedGeneration: stuck + 1, conditions: [{ type: 'Stalled', status: 'True', reason: 'QuotaExceeded', message: 'no room for 3 widgets' }] } }, { manager: 'kubectl', operation: 'Update' });
+    const failed = await sync(h, c);
+    expect(failed.run.error).toBe('Widget.example.com apps/w1 will not become ready: no room for 3 widgets');
+  });
+
   it('an inline manifest added to a control plane\'s patches is applied by the next sync, and pruned once removed', async () => {
     const { h, c } = await setup();
     const cm = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: default\ndata:\n  hello: world\n';
     const patch = (inline: Json[]) => ({ cluster: { inlineManifests: inline } });
-    for (const name of ['cp1', 'cp2']) {
-      const id = c.machineIds.get(name)!;
-      expect((await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches: [patch([{ name: 'extra', contents: cm }])] } })).status).toBe(200);
-      await push(h, c, name);
-    }
+    await patchControlPlanes(h, c, [patch([{ name: 'extra', contents: cm }])]);
     const added = await sync(h, c);
     expect(added.run.state).toBe('succeeded');
     expect(applied(added.events)['ConfigMap default/extra']).toBe('created');
     expect((c.kube.object('v1', 'ConfigMap', 'default', 'extra') as Json).data).toEqual({ hello: 'world' });
 
-    for (const name of ['cp1', 'cp2']) {
-      const id = c.machineIds.get(name)!;
-      expect((await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches: [] } })).status).toBe(200);
-      await push(h, c, name);
-    }
+    await patchControlPlanes(h, c, []);
     const removed = await sync(h, c);
     expect(removed.run.state).toBe('succeeded');
     expect(removed.events.filter((e) => e.type === 'manifests.prune').map((e) => e.data.object)).toEqual(['ConfigMap default/extra']);
@@ -344,6 +367,15 @@ describe('bootstrap-manifest sync', () => {
 });
 
 /** A push of one configured machine over mTLS, so its sim runs the config its patches now give. */
+/** Gives both control planes these patches and pushes them, so their sims render what the patches say. */
+async function patchControlPlanes(hh: Harness, c: UpgradeCluster, patches: Json[]): Promise<void> {
+  for (const name of ['cp1', 'cp2']) {
+    const id = c.machineIds.get(name)!;
+    expect((await hh.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${id}`, { body: { patches } })).status).toBe(200);
+    await push(hh, c, name);
+  }
+}
+
 async function push(hh: Harness, c: UpgradeCluster, node: string): Promise<void> {
   const id = c.machineIds.get(node)!;
   await hh.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, id));

@@ -157,7 +157,7 @@ export function registerRunCommands(program: Command): void {
   waitOpt(
     program
       .command('sync-manifests')
-      .description("apply the bootstrap manifests the control planes render (server-side apply, prune, wait for rollouts)")
+      .description("apply the bootstrap manifests the control planes render (server-side apply, prune, wait until ready)")
       .argument('<cluster>', 'cluster name or id')
       .option('--dry-run', 'report what would be created, configured and deleted; change nothing')
       .option('--no-prune', 'keep objects no manifest names any more')

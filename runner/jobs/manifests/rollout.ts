@@ -1,43 +1,111 @@
-// Whether a workload the sync changed has rolled out, read from its status the way kstatus (and so
-// talosctl's wait) reads it: the controller saw the latest spec, and every replica runs it and is
-// available.
+// Whether an object the sync changed is ready, read from its status the way kstatus reads it
+// (sigs.k8s.io/cli-utils/pkg/kstatus/status.Compute), which talosctl's wait uses: what every kind
+// says (deletion, the observed generation, the Reconciling and Stalled conditions), then the rules
+// of the built-in kinds, then a Ready condition; an object none of these speak for is current.
 import type { ObjectRef } from '../../../lib/kube/object-ref.ts';
 
-export interface Rollout {
-  done: boolean;
-  /** `1 of 3 updated, 0 available`, for a run that gives up waiting. */
-  progress: string;
+export interface ObjectStatus {
+  /** current: ready; in-progress: not yet; failed: will not get there without a change. */
+  state: 'current' | 'in-progress' | 'failed';
+  /** `1 of 3 updated, 0 available`, for a run that gives up waiting or fails. */
+  message: string;
 }
 
 const WORKLOADS = new Set(['Deployment', 'DaemonSet', 'StatefulSet']);
 
+/** The kinds whose readiness is a rollout, always reported while the sync waits. */
 export const isWorkload = (ref: ObjectRef): boolean => ref.group === 'apps' && WORKLOADS.has(ref.kind);
 
-type Obj = { kind?: string; metadata?: { generation?: number }; spec?: { replicas?: number }; status?: Record<string, number | undefined> };
+interface Condition {
+  type?: string;
+  status?: string;
+  reason?: string;
+  message?: string;
+}
+interface Obj {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { generation?: number; deletionTimestamp?: string };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown> & { conditions?: Condition[] };
+}
 
-/** undefined for a kind that has no rollout. */
-export function rolloutOf(object: unknown): Rollout | undefined {
+const current = (message = 'ready'): ObjectStatus => ({ state: 'current', message });
+const inProgress = (message: string): ObjectStatus => ({ state: 'in-progress', message });
+const failed = (message: string): ObjectStatus => ({ state: 'failed', message });
+const num = (v: unknown, otherwise = 0): number => (typeof v === 'number' ? v : otherwise);
+const said = (c: Condition, otherwise: string): string => c.message || c.reason || otherwise;
+
+/** A workload's rollout: the controller saw the latest spec, every replica runs it and is available. */
+function rollout(o: Obj, want: number, updated: number, available: number, noneOld = true): ObjectStatus {
+  const seen = num(o.status?.['observedGeneration'], -1) >= num(o.metadata?.generation);
+  if (!seen) return inProgress('the controller has not seen the new spec yet');
+  const progress = `${updated} of ${want} updated, ${available} available`;
+  return updated >= want && available >= want && noneOld ? current(progress) : inProgress(progress);
+}
+
+/** The built-in kinds kstatus has rules for, by `group/Kind` (`Kind` for the core group). */
+const KIND_RULES: Record<string, (o: Obj, conditions: Condition[]) => ObjectStatus> = {
+  'apps/Deployment': (o) => {
+    const s = o.status ?? {};
+    const updated = num(s['updatedReplicas']);
+    // Old replicas still running mean the rollout has not finished replacing them.
+    return rollout(o, num(o.spec?.['replicas'], 1), updated, num(s['availableReplicas']), num(s['replicas'], updated) <= updated);
+  },
+  'apps/StatefulSet': (o) => rollout(o, num(o.spec?.['replicas'], 1), num(o.status?.['updatedReplicas']), num(o.status?.['availableReplicas'], num(o.status?.['readyReplicas']))),
+  'apps/DaemonSet': (o) => rollout(o, num(o.status?.['desiredNumberScheduled']), num(o.status?.['updatedNumberScheduled']), num(o.status?.['numberAvailable'])),
+  'apps/ReplicaSet': (o) => rollout(o, num(o.spec?.['replicas'], 1), num(o.status?.['readyReplicas']), num(o.status?.['availableReplicas'])),
+  PersistentVolumeClaim: (o) => (o.status?.['phase'] === 'Bound' ? current('bound') : inProgress(`not bound (phase ${String(o.status?.['phase'] ?? 'unknown')})`)),
+  Pod: (o, conds) => {
+    const phase = o.status?.['phase'];
+    // A pod that ran to its end, well or not, has nothing left to become.
+    if (phase === 'Succeeded' || phase === 'Failed') return current(phase === 'Succeeded' ? 'completed' : 'completed, not successfully');
+    if (phase !== 'Running') return inProgress(`phase ${String(phase ?? 'not reported yet')}`);
+    if (conds.some((c) => c.type === 'Ready' && c.status === 'True')) return current('running and ready');
+    const statuses = Array.isArray(o.status?.['containerStatuses']) ? (o.status['containerStatuses'] as Array<{ name?: string; state?: { waiting?: { reason?: string } } }>) : [];
+    const looping = statuses.filter((c) => c.state?.waiting?.reason === 'CrashLoopBackOff').map((c) => c.name);
+    return looping.length ? failed(`containers in CrashLoopBackOff: ${looping.join(', ')}`) : inProgress('running, not ready');
+  },
+  'batch/Job': (o, conds) => {
+    if (conds.some((c) => c.type === 'Complete' && c.status === 'True')) return current('completed');
+    const fail = conds.find((c) => c.type === 'Failed' && c.status === 'True');
+    if (fail) return failed(`the job failed: ${said(fail, 'Failed')}`);
+    if (o.spec?.['suspend'] === true && conds.some((c) => c.type === 'Suspended' && c.status === 'True')) return current('suspended');
+    return o.status?.['startTime'] ? current('running') : inProgress('not started');
+  },
+  Service: (o) => (o.spec?.['type'] === 'LoadBalancer' && !o.spec['clusterIP'] ? inProgress('no cluster IP yet') : current()),
+  'apiextensions.k8s.io/CustomResourceDefinition': (_o, conds) => {
+    const names = conds.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
+    if (names) return failed(said(names, 'names not accepted'));
+    const established = conds.find((c) => c.type === 'Established');
+    if (established?.status === 'True') return current('established');
+    if (established?.status === 'False' && established.reason !== 'Installing') return failed(said(established, 'not established'));
+    return inProgress('not established yet');
+  },
+  Secret: () => current(),
+  ConfigMap: () => current(),
+  'policy/PodDisruptionBudget': () => current(),
+  'batch/CronJob': () => current(),
+};
+
+/** kstatus' verdict on an object as the server answers it. */
+export function statusOf(object: unknown): ObjectStatus {
   const o = object as Obj;
-  const s = o.status ?? {};
-  const seen = (s['observedGeneration'] ?? 0) >= (o.metadata?.generation ?? 0);
-  const verdict = (want: number, updated: number, available: number, extra = true): Rollout => ({
-    done: seen && updated >= want && available >= want && extra,
-    progress: seen ? `${updated} of ${want} updated, ${available} available` : 'the controller has not seen the new spec yet',
-  });
-  switch (o.kind) {
-    case 'Deployment': {
-      const want = o.spec?.replicas ?? 1;
-      const updated = s['updatedReplicas'] ?? 0;
-      // Old replicas still running mean the rollout has not finished replacing them.
-      return verdict(want, updated, s['availableReplicas'] ?? 0, (s['replicas'] ?? updated) <= updated);
-    }
-    case 'StatefulSet': {
-      const want = o.spec?.replicas ?? 1;
-      return verdict(want, s['updatedReplicas'] ?? 0, s['availableReplicas'] ?? s['readyReplicas'] ?? 0);
-    }
-    case 'DaemonSet':
-      return verdict(s['desiredNumberScheduled'] ?? 0, s['updatedNumberScheduled'] ?? 0, s['numberAvailable'] ?? 0);
-    default:
-      return undefined;
+  if (o.metadata?.deletionTimestamp) return inProgress('being deleted');
+  const generation = o.metadata?.generation;
+  const observed = o.status?.['observedGeneration'];
+  if (typeof generation === 'number' && typeof observed === 'number' && observed !== generation) {
+    return inProgress(`generation ${generation} not observed yet (the controller saw ${observed})`);
   }
+  const conds = Array.isArray(o.status?.conditions) ? o.status.conditions : [];
+  const reconciling = conds.find((c) => c.type === 'Reconciling' && c.status === 'True');
+  if (reconciling) return inProgress(said(reconciling, 'reconciling'));
+  const stalled = conds.find((c) => c.type === 'Stalled' && c.status === 'True');
+  if (stalled) return failed(said(stalled, 'stalled'));
+  const group = o.apiVersion?.includes('/') ? o.apiVersion.split('/')[0] : '';
+  const rule = KIND_RULES[group ? `${group}/${o.kind}` : String(o.kind)];
+  if (rule) return rule(o, conds);
+  const ready = conds.find((c) => c.type === 'Ready');
+  if (ready) return ready.status === 'True' ? current() : inProgress(said(ready, 'not ready'));
+  return current();
 }

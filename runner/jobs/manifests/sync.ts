@@ -2,7 +2,7 @@
 // renders from its config (kube-proxy, CoreDNS, the CNI, RBAC, inline manifests) are applied to
 // the cluster with server-side apply as field manager `talos`, recorded in Talos's inventory
 // ConfigMap, objects an earlier sync applied and the manifests no longer name are pruned, and the
-// workloads that changed are waited for. Talos itself applies them only once, at bootstrap.
+// objects that changed are waited for until ready. Talos itself applies them only once, at bootstrap.
 //
 // Object contents never reach an event or an error: the manifests carry the cluster's bootstrap
 // token Secret. Only kinds, names, manifest ids, the paths of changed fields and container images
@@ -19,7 +19,7 @@ import type { KubeWriter } from '../../../lib/kube/drain.ts';
 import { describeRef, parseRefKey, refKey, refOf, sameRef, type KubeObject, type ObjectRef } from '../../../lib/kube/object-ref.ts';
 import { bootstrapManifestObjects, MANIFEST_TYPE, MANIFESTS_NAMESPACE } from '../../../lib/talos/manifests.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
-import { isWorkload, rolloutOf, type Rollout } from './rollout.ts';
+import { isWorkload, statusOf, type ObjectStatus } from './rollout.ts';
 import { changedFields, describeFields, sameContent, type FieldChange } from './content.ts';
 
 /** Talos's own names (pkg/machinery/constants), so talosctl and RezusCloud share one inventory and one owner. */
@@ -56,7 +56,7 @@ export interface ManifestSyncOptions {
   recreate: boolean;
   /** Which existing objects the sync may take over and prune. */
   inventoryPolicy: InventoryPolicy;
-  /** How long changed workloads may take to roll out; 0 does not wait. */
+  /** How long what the sync changed may take to be ready; 0 does not wait. */
   waitMs: number;
   pollMs: number;
   callDeadlineMs: number;
@@ -256,7 +256,7 @@ export async function syncManifests(ctx: ManifestSyncContext, o: ManifestSyncOpt
 
   if (o.prune) recorded = await prune(ctx, mapper, inventory, recorded, planned, changes, o);
   if (!o.dryRun) await writeInventory(ctx, inventory, recorded);
-  if (!o.dryRun && o.waitMs > 0) await waitForRollouts(ctx, changed, o);
+  if (!o.dryRun && o.waitMs > 0) await waitUntilReady(ctx, changed, o);
 
   const counts: Record<ManifestAction, number> = { created: 0, configured: 0, recreated: 0, unchanged: 0, deleted: 0 };
   for (const c of changes) counts[c.action]++;
@@ -354,29 +354,47 @@ async function prune(ctx: ManifestSyncContext, mapper: RestMapper, inventory: In
   return kept;
 }
 
-async function waitForRollouts(ctx: ManifestSyncContext, changed: Planned[], o: ManifestSyncOptions): Promise<void> {
-  let waiting = changed.filter((p) => isWorkload(p.ref));
-  if (waiting.length === 0) return;
-  await ctx.emit({ type: 'manifests.wait', message: `waiting up to ${Math.round(o.waitMs / 1000)} s for ${waiting.map((p) => describeRef(p.ref)).join(', ')} to roll out`, data: { objects: waiting.map((p) => describeRef(p.ref)) } });
+/**
+ * Waits (up to `waitMs`) until every object the sync changed is ready by kstatus' rules. Most kinds
+ * (RBAC, ConfigMaps, Services) are ready once applied: only those that are not yet, and the
+ * workloads, are reported as waited for. An object whose status says it will not get there
+ * (Stalled, a failed Job) fails the run at once.
+ */
+async function waitUntilReady(ctx: ManifestSyncContext, changed: Planned[], o: ManifestSyncOptions): Promise<void> {
   const end = Date.now() + o.waitMs;
-  const last = new Map<Planned, Rollout>();
-  for (;;) {
-    const pending: Planned[] = [];
-    for (const p of waiting) {
-      const now = await getObject(ctx.kube, pathOf(p), ctx.hard);
-      const r = now ? rolloutOf(now) : undefined;
-      if (!r) continue;
-      last.set(p, r);
-      if (r.done) await ctx.emit({ type: 'manifests.ready', message: `rolled out: ${describeRef(p.ref)}`, data: { object: describeRef(p.ref) } });
-      else pending.push(p);
-    }
-    waiting = pending;
-    if (waiting.length === 0) return;
+  const last = new Map<Planned, ObjectStatus>();
+  const isReady = async (p: Planned): Promise<boolean> => {
+    const live = await getObject(ctx.kube, pathOf(p), ctx.hard);
+    const status: ObjectStatus = live ? statusOf(live) : { state: 'in-progress', message: 'not found' };
+    last.set(p, status);
+    if (status.state === 'failed') throw new RunError(`${describeRef(p.ref)} will not become ready: ${status.message}`, { object: describeRef(p.ref) });
+    return status.state === 'current';
+  };
+  const ready = async (p: Planned): Promise<void> =>
+    ctx.emit({ type: 'manifests.ready', message: `${isWorkload(p.ref) ? 'rolled out' : 'ready'}: ${describeRef(p.ref)}`, data: { object: describeRef(p.ref) } });
+
+  let waiting: Planned[] = [];
+  const readyWorkloads: Planned[] = [];
+  for (const p of changed) {
+    if (!(await isReady(p))) waiting.push(p);
+    else if (isWorkload(p.ref)) readyWorkloads.push(p);
+  }
+  const reported = changed.filter((p) => waiting.includes(p) || readyWorkloads.includes(p));
+  if (reported.length === 0) return;
+  await ctx.emit({ type: 'manifests.wait', message: `waiting up to ${Math.round(o.waitMs / 1000)} s for ${reported.map((p) => describeRef(p.ref)).join(', ')} to be ready`, data: { objects: reported.map((p) => describeRef(p.ref)) } });
+  for (const p of readyWorkloads) await ready(p);
+  while (waiting.length) {
     if (Date.now() + o.pollMs > end) {
-      const what = waiting.map((p) => `${describeRef(p.ref)} (${last.get(p)?.progress ?? 'no status'})`);
-      throw new RunError(`not rolled out within ${Math.round(o.waitMs / 1000)} s: ${what.join('; ')}`, { objects: what });
+      const what = waiting.map((p) => `${describeRef(p.ref)} (${last.get(p)?.message ?? 'no status'})`);
+      throw new RunError(`not ready within ${Math.round(o.waitMs / 1000)} s: ${what.join('; ')}`, { objects: what });
     }
     // A cancel ends the wait too: what it waits for is applied already.
     await sleep(o.pollMs, undefined, { signal: ctx.signal }).catch(() => ctx.signal.throwIfAborted());
+    const pending: Planned[] = [];
+    for (const p of waiting) {
+      if (await isReady(p)) await ready(p);
+      else pending.push(p);
+    }
+    waiting = pending;
   }
 }
