@@ -76,6 +76,11 @@ describe('readiness, by kstatus\' rules', () => {
     const looping = { phase: 'Running', containerStatuses: [{ name: 'coredns', state: { waiting: { reason: 'CrashLoopBackOff' } } }] };
     expect(statusOf(withConditions('v1', 'Pod', [{ type: 'Ready', status: 'False' }], { status: looping }))).toEqual({ state: 'failed', message: 'containers in CrashLoopBackOff: coredns' });
     expect(statusOf({ apiVersion: 'v1', kind: 'Pod', metadata: {}, status: { phase: 'Failed' } }).state).toBe('current');
+    // Unschedulable: given 15 s from its creation, then failed.
+    const created = Date.parse('2026-12-05T10:00:00Z');
+    const pending = withConditions('v1', 'Pod', [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }], { metadata: { creationTimestamp: '2026-12-05T10:00:00Z' }, status: { phase: 'Pending' } });
+    expect(statusOf(pending, created + 14_000)).toEqual({ state: 'in-progress', message: 'not scheduled yet' });
+    expect(statusOf(pending, created + 16_000)).toEqual({ state: 'failed', message: 'the pod cannot be scheduled' });
     expect(statusOf({ apiVersion: 'v1', kind: 'Service', metadata: {}, spec: { type: 'LoadBalancer' } }).state).toBe('in-progress');
     expect(statusOf({ apiVersion: 'v1', kind: 'Service', metadata: {}, spec: { type: 'ClusterIP', clusterIP: '10.96.0.10' } }).state).toBe('current');
     // A ConfigMap is ready whatever conditions someone wrote into it.

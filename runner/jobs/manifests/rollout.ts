@@ -25,7 +25,7 @@ interface Condition {
 interface Obj {
   apiVersion?: string;
   kind?: string;
-  metadata?: { generation?: number; deletionTimestamp?: string };
+  metadata?: { generation?: number; deletionTimestamp?: string; creationTimestamp?: string };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown> & { conditions?: Condition[] };
 }
@@ -45,7 +45,10 @@ function rollout(o: Obj, want: number, updated: number, available: number, noneO
 }
 
 /** The built-in kinds kstatus has rules for, by `group/Kind` (`Kind` for the core group). */
-const KIND_RULES: Record<string, (o: Obj, conditions: Condition[]) => ObjectStatus> = {
+/** How long a pod may stay unscheduled before kstatus calls it failed. */
+const SCHEDULE_WINDOW_MS = 15_000;
+
+const KIND_RULES: Record<string, (o: Obj, conditions: Condition[], now: number) => ObjectStatus> = {
   'apps/Deployment': (o) => {
     const s = o.status ?? {};
     const updated = num(s['updatedReplicas']);
@@ -56,10 +59,14 @@ const KIND_RULES: Record<string, (o: Obj, conditions: Condition[]) => ObjectStat
   'apps/DaemonSet': (o) => rollout(o, num(o.status?.['desiredNumberScheduled']), num(o.status?.['updatedNumberScheduled']), num(o.status?.['numberAvailable'])),
   'apps/ReplicaSet': (o) => rollout(o, num(o.spec?.['replicas'], 1), num(o.status?.['readyReplicas']), num(o.status?.['availableReplicas'])),
   PersistentVolumeClaim: (o) => (o.status?.['phase'] === 'Bound' ? current('bound') : inProgress(`not bound (phase ${String(o.status?.['phase'] ?? 'unknown')})`)),
-  Pod: (o, conds) => {
+  Pod: (o, conds, now) => {
     const phase = o.status?.['phase'];
     // A pod that ran to its end, well or not, has nothing left to become.
     if (phase === 'Succeeded' || phase === 'Failed') return current(phase === 'Succeeded' ? 'completed' : 'completed, not successfully');
+    if (phase === 'Pending' && conds.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable')) {
+      const created = Date.parse(o.metadata?.creationTimestamp ?? '');
+      return Number.isNaN(created) || now - created < SCHEDULE_WINDOW_MS ? inProgress('not scheduled yet') : failed('the pod cannot be scheduled');
+    }
     if (phase !== 'Running') return inProgress(`phase ${String(phase ?? 'not reported yet')}`);
     if (conds.some((c) => c.type === 'Ready' && c.status === 'True')) return current('running and ready');
     const statuses = Array.isArray(o.status?.['containerStatuses']) ? (o.status['containerStatuses'] as Array<{ name?: string; state?: { waiting?: { reason?: string } } }>) : [];
@@ -88,8 +95,8 @@ const KIND_RULES: Record<string, (o: Obj, conditions: Condition[]) => ObjectStat
   'batch/CronJob': () => current(),
 };
 
-/** kstatus' verdict on an object as the server answers it. */
-export function statusOf(object: unknown): ObjectStatus {
+/** kstatus' verdict on an object as the server answers it, at `now` (ms). */
+export function statusOf(object: unknown, now = Date.now()): ObjectStatus {
   const o = object as Obj;
   if (o.metadata?.deletionTimestamp) return inProgress('being deleted');
   const generation = o.metadata?.generation;
@@ -104,7 +111,7 @@ export function statusOf(object: unknown): ObjectStatus {
   if (stalled) return failed(said(stalled, 'stalled'));
   const group = o.apiVersion?.includes('/') ? o.apiVersion.split('/')[0] : '';
   const rule = KIND_RULES[group ? `${group}/${o.kind}` : String(o.kind)];
-  if (rule) return rule(o, conds);
+  if (rule) return rule(o, conds, now);
   const ready = conds.find((c) => c.type === 'Ready');
   if (ready) return ready.status === 'True' ? current() : inProgress(said(ready, 'not ready'));
   return current();
