@@ -20,7 +20,7 @@ import { bind } from '../runner/jobs/registry.ts';
 import { createWorker } from '../runner/worker.ts';
 import { linkKubeToTalos } from './sim/kube/talos-link.ts';
 import type { Json } from './support/api-caller.ts';
-import { FormClient } from './support/dashboard-client.ts';
+import { alertOf, FormClient } from './support/dashboard-client.ts';
 import { createHarness, finishedRun, sharedSecrets, type Harness } from './support/harness.ts';
 import { fleet, startUpgradeCluster, stoppedAfterEach, type UpgradeCluster } from './support/upgrade-cluster.ts';
 
@@ -425,8 +425,13 @@ describe('dashboard: Sync manifests', () => {
     expect(real.params).toEqual({ recreate: true });
     expect(real.state).toBe('succeeded');
     expect(c.kube.object('v1', 'ConfigMap', 'kube-system', INVENTORY)).toBeDefined();
-    const keeping = await b.submit(page, `${page}/sync-manifests`, {});
+    const keeping = await b.submit(page, `${page}/sync-manifests`, { inventoryPolicy: 'AdoptIfNoInventory' });
     expect((await finishedRun(h, keeping.location!.split('/').pop()!)).params).toEqual({ prune: false });
+    const adopting = await b.submit(page, `${page}/sync-manifests`, { prune: 'on', inventoryPolicy: 'AdoptAll' });
+    expect((await finishedRun(h, adopting.location!.split('/').pop()!)).params).toEqual({ inventoryPolicy: 'AdoptAll' });
+    const bad = await b.submit(page, `${page}/sync-manifests`, { prune: 'on', inventoryPolicy: 'Mine' });
+    expect(bad.status).toBe(400);
+    expect(alertOf(bad.text)).toMatch(/inventoryPolicy/);
 
     // A retry from the run page runs it with the same choices.
     const realPage = `/runs/${real.id}`;

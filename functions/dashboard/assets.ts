@@ -66,6 +66,7 @@ button.danger { background: var(--danger); border-color: var(--danger); color: #
 .actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: flex-start; margin: 0 0 1rem; }
 .actions form { margin: 0; }
 form.card .field.check + .actions { margin: .75rem 0 0; }
+form.card .field.check + .fields { margin-top: .75rem; }
 .inline { display: inline; }
 details { margin: .25rem 0; }
 summary { cursor: pointer; color: var(--accent); min-height: 1.75rem; }

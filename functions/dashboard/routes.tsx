@@ -249,7 +249,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   );
   app.post(
     '/clusters/:id/sync-manifests',
-    clusterAction(clusterPath('/sync-manifests'), (f) => ({ dryRun: f.dryRun === 'on', prune: f.prune === 'on', recreate: f.recreate === 'on' }), 'sync-manifests'),
+    clusterAction(clusterPath('/sync-manifests'), (f) => ({ dryRun: f.dryRun === 'on', prune: f.prune === 'on', recreate: f.recreate === 'on', ...pick(f, ['inventoryPolicy']) }), 'sync-manifests'),
   );
   app.post(
     '/clusters/:id/machines/:mid/push-config',

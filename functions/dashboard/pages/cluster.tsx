@@ -20,6 +20,13 @@ export const PROVIDERS: Array<[string, string]> = [
   ['openstack', 'OpenStack'],
   ['aws', 'AWS'],
 ];
+/** talosctl's --manifests-inventory-policy values, the default first; the API validates what it accepts. */
+const INVENTORY_POLICY_OPTIONS: Array<[string, string]> = [
+  ['AdoptIfNoInventory', 'Its own and those no inventory owns (default)'],
+  ['MustMatch', 'Only its own'],
+  ['AdoptAll', "Any, another inventory's too"],
+];
+
 // talosctl's spelling of the apply modes; the push-config API validates what it accepts.
 const APPLY_MODES: Array<[string, string]> = [
   ['', 'Default'],
@@ -198,6 +205,9 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             <div class="field check">
               <input id="sm-recreate" type="checkbox" name="recreate" value="on" />
               <label for="sm-recreate">Recreate objects whose immutable fields changed</label>
+            </div>
+            <div class="fields">
+              <Select id="sm-policy" name="inventoryPolicy" label="Objects it may take over and prune" options={INVENTORY_POLICY_OPTIONS} />
             </div>
             <div class="actions">
               <button type="submit">Sync manifests</button>
