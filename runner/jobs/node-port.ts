@@ -1,7 +1,7 @@
 // A cheap look at whether a node's Talos port accepts connections, so waits on a rebooting node
 // can check often without paying a TLS handshake and a gRPC client for every look.
 import { connect } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { pause } from './pause.ts';
 import { parseNodeAddress } from '../../lib/talos/api/address.ts';
 
 /**
@@ -72,11 +72,10 @@ export async function untilPortReturns(address: string, maxMs: number, seen: Por
       else if (seen.down) return;
     }
     const rest = end - performance.now();
-    const pause = Math.min(lookPauseMs(performance.now() - seen.since), rest);
-    // Rejects with the run's own reason, as every other wait of a run does.
-    if (pause > 0) await sleep(pause, undefined, { signal }).catch(() => signal.throwIfAborted());
+    const wait = Math.min(lookPauseMs(performance.now() - seen.since), rest);
+    if (wait > 0) await pause(wait, signal);
     else signal.throwIfAborted();
     // A pause that took the rest of the wait ends it: a look now would have no time to be answered.
-    if (pause >= rest) return;
+    if (wait >= rest) return;
   }
 }

@@ -7,7 +7,6 @@
 // Object contents never reach an event or an error: the manifests carry the cluster's bootstrap
 // token Secret. Only kinds, names, manifest ids, the paths of changed fields and container images
 // are reported (content.ts).
-import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../../../lib/errors.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
@@ -19,6 +18,7 @@ import type { KubeWriter } from '../../../lib/kube/drain.ts';
 import { describeRef, parseRefKey, refKey, refOf, sameRef, type KubeObject, type ObjectRef } from '../../../lib/kube/object-ref.ts';
 import { bootstrapManifestObjects, MANIFEST_TYPE, MANIFESTS_NAMESPACE } from '../../../lib/talos/manifests.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
+import { pause } from '../pause.ts';
 import { isWorkload, statusOf, type ObjectStatus } from './rollout.ts';
 import { changedFields, describeFields, sameContent, type FieldChange } from './content.ts';
 
@@ -197,7 +197,7 @@ async function untilServed(ctx: ManifestSyncContext, mapper: RestMapper, stage: 
   for (;;) {
     await mapAll(mapper, stage, () => true);
     if (stage.every((p) => p.mapping) || Date.now() + o.pollMs > end) return mapAll(mapper, stage, () => false);
-    await sleep(o.pollMs, undefined, { signal: ctx.hard }).catch(() => ctx.hard.throwIfAborted());
+    await pause(o.pollMs, ctx.hard);
     mapper.reset();
   }
 }
@@ -313,7 +313,7 @@ async function deleteUntilGone(ctx: ManifestSyncContext, p: Planned, o: Manifest
   const end = Date.now() + waitMs;
   while (await getObject(ctx.kube, pathOf(p), ctx.hard)) {
     if (Date.now() + o.pollMs > end) throw new RunError(`${describeRef(p.ref)} was deleted to be created again, but the server still has it after ${Math.round(waitMs / 1000)} s (a finalizer?); the next sync creates it once it is gone`, { object: describeRef(p.ref) });
-    await sleep(o.pollMs, undefined, { signal: ctx.hard }).catch(() => ctx.hard.throwIfAborted());
+    await pause(o.pollMs, ctx.hard);
   }
 }
 
@@ -389,7 +389,7 @@ async function waitUntilReady(ctx: ManifestSyncContext, changed: Planned[], o: M
       throw new RunError(`not ready within ${Math.round(o.waitMs / 1000)} s: ${what.join('; ')}`, { objects: what });
     }
     // A cancel ends the wait too: what it waits for is applied already.
-    await sleep(o.pollMs, undefined, { signal: ctx.signal }).catch(() => ctx.signal.throwIfAborted());
+    await pause(o.pollMs, ctx.signal);
     const pending: Planned[] = [];
     for (const p of waiting) {
       if (await isReady(p)) await ready(p);

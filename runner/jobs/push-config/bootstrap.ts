@@ -8,7 +8,8 @@ import type { Deps } from '../../../functions/context.ts';
 import { clusterAccess } from '../cluster-access.ts';
 import { talosFailure } from './failures.ts';
 import { readyForBootstrap } from '../../../functions/push-config/machine-state.ts';
-import { pause, pushTimings } from './timings.ts';
+import { pause } from '../pause.ts';
+import { pushTimings } from './timings.ts';
 
 
 /**

@@ -2,7 +2,7 @@ import { RunError } from '../../../lib/jobs/executor.ts';
 import { isTalosApiError, type VersionResult } from '../../../lib/talos/api/index.ts';
 import type { PushTimings } from '../../../functions/context.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
-import { pause } from './timings.ts';
+import { pause } from '../pause.ts';
 import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
 /** What a wait saw last when its last look at the port was refused (no probe was made then). */

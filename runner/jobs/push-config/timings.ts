@@ -14,19 +14,3 @@ export const DEFAULT_PUSH_TIMINGS: PushTimings = {
 export function pushTimings(deps: Pick<Deps, 'settings'>): PushTimings {
   return { ...DEFAULT_PUSH_TIMINGS, ...deps.settings.pushConfig };
 }
-
-/** Resolves after `ms`, or rejects with the signal's reason as soon as the run is canceled. */
-export function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    };
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
