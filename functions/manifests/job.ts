@@ -9,6 +9,10 @@ import { defineJob, type JobParams } from '../../lib/jobs/spec.ts';
 export const INVENTORY_POLICIES = ['AdoptIfNoInventory', 'MustMatch', 'AdoptAll'] as const;
 export type InventoryPolicy = (typeof INVENTORY_POLICIES)[number];
 export const inventoryPolicy = z.enum(INVENTORY_POLICIES);
+export const DEFAULT_INVENTORY_POLICY: InventoryPolicy = 'AdoptIfNoInventory';
+
+/** A policy as a run's params keep it: absent when it is the default, as every default is. */
+export const chosenPolicy = (policy: InventoryPolicy | undefined): InventoryPolicy | undefined => (policy === DEFAULT_INVENTORY_POLICY ? undefined : policy);
 
 /** The bootstrap-manifest sync on its own (runner/jobs/manifests), as `talosctl upgrade-k8s` to the version a cluster already runs does it. */
 export const syncManifestsJob = defineJob(

@@ -8,7 +8,7 @@ import { parseWith, readJson } from '../../lib/http/validate.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
-import { inventoryPolicy, syncManifestsJob } from './job.ts';
+import { chosenPolicy, inventoryPolicy, syncManifestsJob } from './job.ts';
 
 export const syncManifestsBody = z.strictObject({
   /** Default true: delete what an earlier sync applied and no manifest names any more. */
@@ -34,11 +34,12 @@ export function manifestRoutes() {
     if (cluster.bootstrappedAt === null) throw new ApiError(409, 'not_bootstrapped', 'the cluster has no Kubernetes yet: bootstrap it first');
     const rows = await c.var.deps.db.select({ role: machines.role }).from(machines).where(eq(machines.clusterId, cluster.id));
     if (!rows.some((m) => m.role === 'controlplane')) throw conflict('the cluster has no control plane');
+    const policy = chosenPolicy(body.inventoryPolicy);
     const params = {
       ...(body.prune === false ? { prune: false } : {}),
       ...(body.dryRun ? { dryRun: true } : {}),
       ...(body.recreate ? { recreate: true } : {}),
-      ...(body.inventoryPolicy && body.inventoryPolicy !== 'AdoptIfNoInventory' ? { inventoryPolicy: body.inventoryPolicy } : {}),
+      ...(policy ? { inventoryPolicy: policy } : {}),
     };
     const run = await enqueueClusterRun(c.var.deps, cluster, syncManifestsJob, params, c.var.principal.tokenId);
     return accepted(c, run);

@@ -14,7 +14,7 @@ import { machinesWithoutAddress } from '../machine-config/access.ts';
 import { renderDocuments } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
-import { inventoryPolicy } from '../manifests/job.ts';
+import { chosenPolicy, inventoryPolicy } from '../manifests/job.ts';
 import { upgradeKubernetesJob } from './kubernetes-job.ts';
 
 export const upgradeKubernetesBody = z.strictObject({
@@ -66,6 +66,7 @@ export function upgradeKubernetesRoutes() {
       const uses = removedUsesByMachine(rows.map((m) => ({ name: m.name, role: m.role, documents: renderDocuments(atTarget, { ...m, kubernetesComponents: null }, secrets) })), gone);
       if (uses.length) throw new ApiError(409, 'removed_in_target', `${removedRefusal(target, uses)}; take them out of the cluster's or machines' patches first`, { uses, to: target });
     }
+    const policy = chosenPolicy(body.manifestsInventoryPolicy);
     const params = {
       fromVersion: cluster.kubernetesVersion,
       kubernetesVersion: target,
@@ -74,7 +75,7 @@ export function upgradeKubernetesRoutes() {
       ...(body.manifests === false ? { manifests: false } : {}),
       ...(body.pruneManifests === false ? { pruneManifests: false } : {}),
       ...(body.recreateManifests ? { recreateManifests: true } : {}),
-      ...(body.manifestsInventoryPolicy && body.manifestsInventoryPolicy !== 'AdoptIfNoInventory' ? { manifestsInventoryPolicy: body.manifestsInventoryPolicy } : {}),
+      ...(policy ? { manifestsInventoryPolicy: policy } : {}),
     };
     const run = await enqueueClusterRun(c.var.deps, cluster, upgradeKubernetesJob, params, c.var.principal.tokenId);
     return accepted(c, run);

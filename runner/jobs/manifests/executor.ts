@@ -4,7 +4,7 @@
 import { eq } from 'drizzle-orm';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import type { Deps } from '../../../functions/context.ts';
-import type { InventoryPolicy, SyncManifestsParams } from '../../../functions/manifests/job.ts';
+import { DEFAULT_INVENTORY_POLICY, type InventoryPolicy, type SyncManifestsParams } from '../../../functions/manifests/job.ts';
 import { talosDialer } from '../../../functions/machine-config/access.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
@@ -19,7 +19,7 @@ export function syncOptions(t: UpgradeTimings, p: { prune?: boolean; dryRun?: bo
     prune: p.prune !== false,
     dryRun: p.dryRun === true,
     recreate: p.recreate === true,
-    inventoryPolicy: p.inventoryPolicy ?? 'AdoptIfNoInventory',
+    inventoryPolicy: p.inventoryPolicy ?? DEFAULT_INVENTORY_POLICY,
     waitMs: t.manifestWaitMs,
     pollMs: t.pollMs,
     callDeadlineMs: t.callDeadlineMs,
