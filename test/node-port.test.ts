@@ -40,8 +40,14 @@ describe('node port checks', () => {
     // The longest wait is far beyond the test's timeout: only an early return passes.
     await untilPortReturns(`127.0.0.1:${port}`, 60_000, seen, new AbortController().signal);
     clearTimeout(reopen);
-    expect(seen).toMatchObject({ down: true, refusing: false });
+    expect(seen).toMatchObject({ down: false, refusing: false });
     expect(await lookAtPort(`127.0.0.1:${port}`, 1_000)).toBe('open');
+    // Seen back once, the port ends no further wait early: each is a full one again.
+    const before = accepted;
+    const t0 = performance.now();
+    await untilPortReturns(`127.0.0.1:${port}`, 100, seen, new AbortController().signal);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(95);
+    expect(accepted).toBeGreaterThan(before);
   });
 
   it('does not take a port that never went down for a node that came back', async () => {
@@ -101,5 +107,25 @@ describe('node port checks', () => {
     await listen(port);
     await expect(waitForMtls(access, `127.0.0.1:${port}`, timings, new AbortController().signal, { rebooting: true })).rejects.toThrow(/did not answer over mTLS/);
     expect(dials).toBeGreaterThan(0);
+  });
+
+  it('probes a node that came back but refuses the probe once per poll, not in a loop', async () => {
+    const port = await listen();
+    await new Promise<void>((r) => server!.close(() => r()));
+    server = undefined;
+    let dials = 0;
+    const withTalos = async (): Promise<never> => {
+      dials++;
+      throw new Error('certificate rejected');
+    };
+    const access = { withTalos } as unknown as ClusterAccess;
+    const reopen = setTimeout(() => void listen(port), 100);
+    const timings = { callDeadlineMs: 100, readyTimeoutMs: 700, pollMs: 50 };
+    await expect(waitForMtls(access, `127.0.0.1:${port}`, timings, new AbortController().signal, { rebooting: true })).rejects.toThrow(/did not answer over mTLS/);
+    clearTimeout(reopen);
+    // About 600 ms up at one probe per 50 ms poll: a dozen. Probing again at once after each
+    // failure made thousands.
+    expect(dials).toBeGreaterThan(1);
+    expect(dials).toBeLessThanOrEqual(16);
   });
 });

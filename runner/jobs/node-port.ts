@@ -30,6 +30,11 @@ export function lookAtPort(address: string, timeoutMs: number, signal?: AbortSig
  * port was seen down, whether the last look was refused, and when the wait began.
  */
 export interface PortWatch {
+  /**
+   * The port was seen down and has not been seen back since. Finding it open again ends the wait
+   * at once and clears this: a node that came back but fails the probe (apid not up yet, a
+   * certificate it does not accept) is probed once per wait after that, not in a loop.
+   */
   down: boolean;
   /**
    * The last look was refused: nothing listens at the port now, so a full probe (a TLS dial and a
@@ -53,7 +58,7 @@ export const lookPauseMs = (waitedMs: number): number => Math.min(LOOK_MAX_MS, M
 /**
  * Waits before the next full probe of a rebooting node: at most `maxMs`, but returns as soon as
  * the port accepts connections again after `seen.down` (set here once the port refused). While the
- * node has not gone down yet, this is a plain wait of `maxMs`. A wait's first call pauses before
+ * node has not gone down yet, or once it has been seen back, this is a plain wait of `maxMs`. A wait's first call pauses before
  * its first look: it starts right after the node answered (it took a config, an upgrade), so a look
  * then finds the port as open as it was, and costs the node an accepted connection for nothing.
  */
@@ -69,7 +74,10 @@ export async function untilPortReturns(address: string, maxMs: number, seen: Por
       signal.throwIfAborted();
       seen.refusing = found === 'refused';
       if (found !== 'open') seen.down = true;
-      else if (seen.down) return;
+      else if (seen.down) {
+        seen.down = false;
+        return;
+      }
     }
     const rest = end - performance.now();
     const wait = Math.min(lookPauseMs(performance.now() - seen.since), rest);
