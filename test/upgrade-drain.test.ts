@@ -130,6 +130,60 @@ describe('drained Talos upgrades', () => {
     expect(c.kube.pods('w1').map((p) => p.name)).not.toContain('web-w1');
   });
 
+  it('waits for the pods of a namespace being deleted instead of failing on the 403 their evictions get', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    workloads(c, 'w1');
+    c.kube.setEvictionLatency(40);
+    // The namespace controller gets to its pods only after the drain's first evictions were refused.
+    c.kube.terminateNamespace('apps', { podsDeletedAfterMs: 60_000 });
+    const controller = (async () => {
+      for (let i = 0; i < 2000; i++) {
+        if (c.kube.writes.some((w) => w.path.startsWith('/api/v1/namespaces/apps/') && w.path.endsWith('/eviction'))) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      c.kube.terminateNamespace('apps');
+    })();
+    const { run: r, events } = await run(h, c, { drainTimeout: 20 });
+    await controller;
+    expect(r.error).toBeNull();
+    expect(r.state).toBe('succeeded');
+    const refused = events.filter((e) => e.type === 'upgrade.drain' && e.data?.action === 'blocked');
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.message).toMatch(/because it is being terminated/);
+    expect(c.kube.pods('w1').map((p) => p.name).sort()).toEqual(['proxy-w1', 'static-w1']);
+    expect(c.sim('w1').reboots).toEqual(['reboot']);
+  });
+
+  it('waits for pods already being deleted with their namespace', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    workloads(c, 'w1');
+    c.kube.setEvictionLatency(400);
+    c.kube.terminateNamespace('apps');
+    const { run: r, events } = await run(h, c, { drainTimeout: 20 });
+    expect(r.error).toBeNull();
+    expect(events.some((e) => e.type === 'upgrade.drain' && e.data?.action === 'blocked')).toBe(false);
+    expect(c.kube.pods('w1').map((p) => p.name).sort()).toEqual(['proxy-w1', 'static-w1']);
+  });
+
+  it('an eviction that fails stops the other pods\' retries with the drain', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    workloads(c, 'w1');
+    c.kube.setPdb({ namespace: 'apps', name: 'web-pdb', matchLabels: { app: 'web' }, disruptionsAllowed: 0 });
+    // Two budgets over one pod: the apiserver answers its eviction with a 500.
+    c.kube.setPdb({ namespace: 'apps', name: 'cache-a', matchLabels: { app: 'cache' }, disruptionsAllowed: 1 });
+    c.kube.setPdb({ namespace: 'apps', name: 'cache-b', matchLabels: { app: 'cache' }, disruptionsAllowed: 1 });
+    const retries = (): number => c.kube.writes.filter((w) => w.path === '/api/v1/namespaces/apps/pods/web-w1/eviction').length;
+    const { run: r } = await run(h, c, { drainTimeout: 20 });
+    expect(r.state).toBe('failed');
+    expect(r.error).toMatch(/more than one PodDisruptionBudget/);
+    const atEnd = retries();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // At a retry every 20 ms, a loop left running would have made about 15 more.
+    expect(retries()).toBe(atEnd);
+    expect(c.kube.pods('w1').map((p) => p.name)).toContain('web-w1');
+  });
+
   it('drain: false leaves Kubernetes alone', async () => {
     const { h, c } = await setup(fleet(1, 1));
     workloads(c, 'w1');

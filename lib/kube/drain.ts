@@ -58,8 +58,8 @@ export async function expectOk(w: KubeWriter, method: string, path: string, opts
 }
 
 /** What `path` serves; undefined when the server has nothing there (404). */
-export async function getIfExists(w: KubeWriter, path: string, signal: AbortSignal): Promise<unknown> {
-  const r = await w.request('GET', path, { signal });
+export async function getIfExists(w: KubeWriter, path: string, signal?: AbortSignal): Promise<unknown> {
+  const r = await w.request('GET', path, signal ? { signal } : {});
   if (r.status === 404) return undefined;
   if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'GET', path), r.status, r.body);
   return r.body;
@@ -89,9 +89,12 @@ interface PodItem {
   };
 }
 
+/** A pod a drain evicts; `deleting` when the list showed it already being deleted (a deletionTimestamp). */
+export type EvictablePod = PodRef & { deleting?: boolean };
+
 export interface NodePods {
   /** Pods a drain evicts. */
-  evict: PodRef[];
+  evict: EvictablePod[];
   /** DaemonSet and mirror pods, which a drain leaves in place. */
   skipped: Array<PodRef & { why: 'daemonset' | 'mirror' }>;
 }
@@ -104,16 +107,30 @@ export async function podsOnNode(w: KubeWriter, node: string, signal?: AbortSign
     const ref = { namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '' };
     if (p.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined) out.skipped.push({ ...ref, why: 'mirror' });
     else if ((p.metadata?.ownerReferences ?? []).some((o) => o.controller && o.kind === 'DaemonSet')) out.skipped.push({ ...ref, why: 'daemonset' });
-    else out.evict.push(ref);
+    else out.evict.push(p.metadata?.deletionTimestamp ? { ...ref, deleting: true } : ref);
   }
   return out;
 }
 
-export type EvictionOutcome = 'evicted' | 'gone' | 'blocked';
+/** `deleting`: the pod is already on its way out and can no longer be evicted; the drain waits for it. */
+export type EvictionOutcome = 'evicted' | 'gone' | 'deleting' | 'blocked';
 
-/** POSTs an Eviction; a 429 means a disruption budget (or the apiserver) refuses for now. */
-export async function evictPod(w: KubeWriter, pod: PodRef, signal?: AbortSignal): Promise<{ outcome: EvictionOutcome; message: string }> {
-  const path = `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}/eviction`;
+const podPath = (pod: PodRef): string => `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}`;
+
+/** The apiserver's NamespaceLifecycle admission refusing any create (an eviction too) in a namespace being deleted. */
+function namespaceTerminating(status: number, body: unknown): boolean {
+  const causes = (body as { details?: { causes?: Array<{ type?: string }> } } | null)?.details?.causes;
+  return status === 403 && Array.isArray(causes) && causes.some((c) => c.type === 'NamespaceTerminating');
+}
+
+/**
+ * POSTs an Eviction; a 429 means a disruption budget (or the apiserver) refuses for now. In a
+ * namespace being deleted no eviction can succeed: a pod already marked deleted is waited for, as
+ * kubectl drain does, and one not marked yet is looked at again on the next retry, by when the
+ * namespace controller has usually deleted it.
+ */
+export async function evictPod(w: KubeWriter, pod: EvictablePod, signal?: AbortSignal): Promise<{ outcome: EvictionOutcome; message: string }> {
+  const path = `${podPath(pod)}/eviction`;
   const r = await w.request('POST', path, {
     body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace } },
     ...(signal ? { signal } : {}),
@@ -121,6 +138,12 @@ export async function evictPod(w: KubeWriter, pod: PodRef, signal?: AbortSignal)
   const message = typeof r.body === 'object' && r.body !== null ? String((r.body as { message?: unknown }).message ?? '') : String(r.body).slice(0, 200);
   if (r.status === 404) return { outcome: 'gone', message };
   if (r.status === 429) return { outcome: 'blocked', message };
+  if (namespaceTerminating(r.status, r.body)) {
+    if (pod.deleting) return { outcome: 'deleting', message };
+    const now = (await getIfExists(w, podPath(pod), signal)) as PodItem | undefined;
+    if (!now) return { outcome: 'gone', message };
+    return { outcome: now.metadata?.deletionTimestamp ? 'deleting' : 'blocked', message };
+  }
   if (r.status < 200 || r.status > 299) throw httpError(`POST ${w.server}${path}`, r.status, r.body);
   return { outcome: 'evicted', message };
 }
@@ -155,10 +178,10 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
   await setUnschedulable(w, node, true, opts.signal);
   const pods = await podsOnNode(w, node, opts.signal);
   for (const s of pods.skipped) await opts.onEvent?.({ type: 'skip', pod: s, message: s.why });
-  const waitOrTimeout = async (ms = opts.retryMs): Promise<boolean> => {
+  const waitOrTimeout = async (ms = opts.retryMs, signal = opts.signal): Promise<boolean> => {
     const left = deadline - performance.now();
     if (left <= 0) return false;
-    await sleep(Math.min(ms, left), undefined, opts.signal ? { signal: opts.signal } : {});
+    await sleep(Math.min(ms, left), undefined, signal ? { signal } : {});
     return true;
   };
   // Terminating pods are checked tightly at first, then less and less often: the reboot waits on
@@ -166,20 +189,33 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
   let goneCheckMs = Math.min(opts.retryMs, 20);
   const goneCheckMaxMs = Math.min(opts.retryMs, 250);
 
+  // One eviction failing ends the drain, and with it the others' retries: left running, they
+  // would go on evicting from a node the run has already reported as not drained.
+  const failed = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, failed.signal]) : failed.signal;
   const reasons = new Map<string, string>();
-  const evictOne = async (pod: PodRef): Promise<void> => {
+  const evictOne = async (pod: EvictablePod): Promise<void> => {
     for (;;) {
-      const r = await evictPod(w, pod, opts.signal);
+      const r = await evictPod(w, pod, signal);
       if (r.outcome !== 'blocked') {
         if (r.outcome === 'evicted') await opts.onEvent?.({ type: 'evict', pod });
         return;
       }
       reasons.set(refName(pod), r.message || 'eviction refused (429)');
       await opts.onEvent?.({ type: 'blocked', pod, message: r.message });
-      if (!(await waitOrTimeout())) return;
+      if (!(await waitOrTimeout(opts.retryMs, signal))) return;
     }
   };
-  await Promise.all(pods.evict.map(evictOne));
+  const evictions = await Promise.allSettled(
+    pods.evict.map((pod) =>
+      evictOne(pod).catch((err: unknown) => {
+        if (!failed.signal.aborted) failed.abort(err);
+        throw err;
+      }),
+    ),
+  );
+  // The first failure, not the aborts it caused in the others.
+  if (evictions.some((e) => e.status === 'rejected')) throw failed.signal.reason;
 
   // Evicted pods terminate in their own time; the node is drained when they are gone.
   const wanted = new Set(pods.evict.map(refName));

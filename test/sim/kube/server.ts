@@ -136,6 +136,12 @@ export interface KubeSim {
   /** How long an evicted pod takes to terminate and disappear. */
   setEvictionLatency(ms: number): void;
   /**
+   * Deletes a namespace as the apiserver and its namespace controller do: from now on the
+   * namespace takes no new content (an eviction there is a 403 with cause NamespaceTerminating),
+   * and after `podsDeletedAfterMs` its pods are deleted (each gone after the eviction latency).
+   */
+  terminateNamespace(namespace: string, opts?: { podsDeletedAfterMs?: number }): void;
+  /**
    * Serves `group/version` `resource` (a namespaced kind, `kind` its objects) with exactly these
    * objects, discoverable like a CRD's; `undefined` stops serving it (404, as an apiserver that
    * dropped the version).
@@ -177,6 +183,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   const pdbs = new Map<string, SimPdb>();
   let rollout = { ms: 0, stuck: false };
   let evictionMs = 0;
+  const terminatingNamespaces = new Set<string>();
   const podKey = (ns: string, name: string): string => `${ns}/${name}`;
   const sockets = new Set<net.Socket>();
   const timers = new Set<NodeJS.Timeout>();
@@ -261,8 +268,21 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   function evict(ns: string, name: string): { code: number; body: unknown } {
     const p = pods.get(podKey(ns, name));
     if (!p) return { code: 404, body: status(404, 'NotFound', `pods "${name}" not found`) };
+    // NamespaceLifecycle admission refuses any create in a namespace being deleted, evictions too.
+    if (terminatingNamespaces.has(ns)) {
+      return {
+        code: 403,
+        body: {
+          ...status(403, 'Forbidden', `pods "${name}" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`),
+          details: { name, kind: 'pods', causes: [{ type: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }] },
+        },
+      };
+    }
     if (p.terminating) return { code: 201, body: { kind: 'Status', apiVersion: 'v1', status: 'Success', code: 201 } };
     const budgets = [...pdbs.values()].filter((b) => b.namespace === ns && matches(p.labels ?? {}, b.matchLabels));
+    if (budgets.length > 1) {
+      return { code: 500, body: status(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.') };
+    }
     const blocked = budgets.find((b) => b.disruptionsAllowed <= 0);
     if (blocked) {
       return {
@@ -274,17 +294,23 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       };
     }
     for (const b of budgets) b.disruptionsAllowed--;
-    p.terminating = true;
-    const gone = (): void => void pods.delete(podKey(ns, name));
-    if (evictionMs <= 0) gone();
-    else {
-      const t = setTimeout(() => {
-        timers.delete(t);
-        gone();
-      }, evictionMs);
-      timers.add(t);
-    }
+    deletePod(p);
     return { code: 201, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 } };
+  }
+
+  /** Marks the pod deleted (deletionTimestamp) and removes it once the eviction latency has passed. */
+  function deletePod(p: SimPodSpec & { terminating: boolean }): void {
+    p.terminating = true;
+    later(evictionMs, () => void pods.delete(podKey(p.namespace, p.name)));
+  }
+
+  function later(ms: number, fn: () => void): void {
+    if (ms <= 0) return fn();
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
   }
 
   /** The stored DaemonSet in the shape the Kubernetes upgrade tests read. */
@@ -527,6 +553,12 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     },
     setEvictionLatency: (ms) => {
       evictionMs = ms;
+    },
+    terminateNamespace: (ns, opts = {}) => {
+      terminatingNamespaces.add(ns);
+      later(opts.podsDeletedAfterMs ?? 0, () => {
+        for (const p of pods.values()) if (p.namespace === ns && !p.terminating) deletePod(p);
+      });
     },
     setResource: (api, objects) => {
       store.types.remove(api.group, api.version, api.resource);
