@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { lookAtPort, lookPauseMs, untilPortReturns } from '../runner/jobs/node-port.ts';
@@ -81,6 +82,20 @@ describe('node port checks', () => {
     expect(seen.down).toBe(false);
     expect(accepted).toBeGreaterThan(10);
     expect(accepted).toBeLessThan(70);
+  });
+
+  it('leaves no listener on the run\'s signal behind it, however many looks it makes', async () => {
+    const port = await listen();
+    await new Promise<void>((r) => server!.close(() => r()));
+    server = undefined;
+    const c = new AbortController();
+    for (let i = 0; i < 40; i++) expect(await lookAtPort(`127.0.0.1:${port}`, 1_000, c.signal)).toBe('refused');
+    await new Promise((r) => setImmediate(r));
+    expect(getEventListeners(c.signal, 'abort')).toHaveLength(0);
+    // And a stop still ends a look in flight.
+    await listen(port);
+    c.abort();
+    expect(await lookAtPort(`127.0.0.1:${port}`, 1_000, c.signal)).toBe('no-answer');
   });
 
   it('stops waiting when the run is stopped', async () => {

@@ -14,11 +14,17 @@ export type PortLook = 'open' | 'refused' | 'no-answer';
 export function lookAtPort(address: string, timeoutMs: number, signal?: AbortSignal): Promise<PortLook> {
   const { host, port } = parseNodeAddress(address);
   return new Promise((resolve) => {
-    const socket = connect({ host, port, timeout: timeoutMs, ...(signal ? { signal } : {}) });
+    // Not connect's own `signal` option: its abort listener stays on the signal until that aborts,
+    // and a wait makes thousands of looks on the one signal of a run.
+    const socket = connect({ host, port, timeout: timeoutMs });
     const done = (look: PortLook): void => {
+      signal?.removeEventListener('abort', aborted);
       socket.destroy();
       resolve(look);
     };
+    const aborted = (): void => done('no-answer');
+    if (signal?.aborted) return done('no-answer');
+    signal?.addEventListener('abort', aborted, { once: true });
     socket.once('connect', () => done('open'));
     socket.once('timeout', () => done('no-answer'));
     socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED' ? 'refused' : 'no-answer'));
@@ -51,6 +57,8 @@ export interface PortWatch {
  * core for a rack of them. So the pause grows with the wait, a sixteenth of it so far: a node
  * back after 2 s is noticed within ~125 ms, after a minute within LOOK_MAX_MS.
  */
+/** How long one look waits for the TCP handshake. */
+const LOOK_TIMEOUT_MS = 500;
 const LOOK_MIN_MS = 20;
 const LOOK_MAX_MS = 250;
 export const lookPauseMs = (waitedMs: number): number => Math.min(LOOK_MAX_MS, Math.max(LOOK_MIN_MS, waitedMs / 16));
@@ -58,9 +66,10 @@ export const lookPauseMs = (waitedMs: number): number => Math.min(LOOK_MAX_MS, M
 /**
  * Waits before the next full probe of a rebooting node: at most `maxMs`, but returns as soon as
  * the port accepts connections again after `seen.down` (set here once the port refused). While the
- * node has not gone down yet, or once it has been seen back, this is a plain wait of `maxMs`. A wait's first call pauses before
- * its first look: it starts right after the node answered (it took a config, an upgrade), so a look
- * then finds the port as open as it was, and costs the node an accepted connection for nothing.
+ * node has not gone down yet, or once it has been seen back, this is a plain wait of `maxMs`. A
+ * wait's first call pauses before its first look: it starts right after the node answered (it
+ * took a config, an upgrade), so a look then finds the port as open as it was, and costs the node
+ * an accepted connection for nothing.
  */
 export async function untilPortReturns(address: string, maxMs: number, seen: PortWatch, signal: AbortSignal): Promise<void> {
   const end = performance.now() + maxMs;
@@ -70,11 +79,14 @@ export async function untilPortReturns(address: string, maxMs: number, seen: Por
     if (look) {
       const left = end - performance.now();
       if (left <= 0) return;
-      const found = await lookAtPort(address, Math.min(left, 500), signal);
+      const timeoutMs = Math.min(left, LOOK_TIMEOUT_MS);
+      const found = await lookAtPort(address, timeoutMs, signal);
       signal.throwIfAborted();
       seen.refusing = found === 'refused';
-      if (found !== 'open') seen.down = true;
-      else if (seen.down) {
+      // A look cut short by the end of the wait says nothing about the node: over a long round
+      // trip an open port would read as down, and the next wait would end at its first look.
+      if (found === 'refused' || (found === 'no-answer' && timeoutMs === LOOK_TIMEOUT_MS)) seen.down = true;
+      else if (found === 'open' && seen.down) {
         seen.down = false;
         return;
       }
