@@ -11,10 +11,12 @@ import { loadKubernetesClient } from '../lib/kube/index.ts';
 import { syncManifestsExecutor } from '../runner/jobs/manifests/executor.ts';
 import { syncManifests } from '../runner/jobs/manifests/sync.ts';
 import type { ClusterAccess } from '../runner/jobs/cluster-access.ts';
-import { openKubeWriter } from '../lib/kube/drain.ts';
+import { openKubeWriter, type KubeWriter } from '../lib/kube/drain.ts';
+import { transportError } from '../lib/kube/errors.ts';
+import { MANIFEST_TYPE, MANIFESTS_NAMESPACE } from '../lib/talos/manifests.ts';
 import { issueClientCert } from './sim/kube/certs.ts';
 import { kubeconfigFor } from './sim/kube/kubeconfig.ts';
-import { startKubeSim } from './sim/kube/server.ts';
+import { startKubeSim, type KubeSim } from './sim/kube/server.ts';
 import { pushConfigExecutor } from '../runner/jobs/push-config/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
 import { createWorker } from '../runner/worker.ts';
@@ -459,6 +461,154 @@ describe('bootstrap-manifest sync, reading the manifests', () => {
       expect(listed).toEqual(['a1', 'a2']);
       expect(sim.writes.length).toBe(writes);
       kube.close();
+    } finally {
+      await sim.stop();
+    }
+  });
+});
+
+/** A request the test answers in the sim's place (an answer, or an error thrown as the writer would), or undefined to let the sim answer. */
+type Stand = (method: string, path: string) => { status: number; body: unknown } | Error | undefined;
+
+/** A writer that lets `stand` answer in front of `inner`, recording what each request met. */
+function inFront(inner: KubeWriter, stand: Stand, met: string[]): KubeWriter {
+  return {
+    server: inner.server,
+    close: () => inner.close(),
+    async request(method, path, opts) {
+      const mine = stand(method, path.split('?')[0]!);
+      if (mine instanceof Error) throw (met.push(`${method} ${path}: thrown`), mine);
+      if (mine) return (met.push(`${method} ${path}: ${mine.status}`), mine);
+      try {
+        const r = await inner.request(method, path, opts);
+        return (met.push(`${method} ${path}: ${r.status}`), r);
+      } catch (err) {
+        throw (met.push(`${method} ${path}: ${(err as { code?: string }).code}`), err);
+      }
+    },
+  };
+}
+
+/** syncManifests against `sim` alone, with `objects` as one bootstrap manifest (99-app) a control plane lists. */
+function directSync(sim: KubeSim, kube: KubeWriter, objects: object[], o: { waitMs: number; signal?: AbortSignal }): ReturnType<typeof syncManifests> {
+  const manifest = { id: '99-app', namespace: MANIFESTS_NAMESPACE, type: MANIFEST_TYPE, version: '1', phase: 'running', owner: '', labels: {}, yamlSpec: JSON.stringify(objects) };
+  const access = { withTalos: async (_address: string, fn: (c: unknown) => Promise<unknown>) => fn({ listResources: async () => [manifest] }) } as unknown as ClusterAccess;
+  const ctx = { access, kube, controlPlanes: [{ name: 'cp1', address: 'a1' }], hard: new AbortController().signal, signal: o.signal ?? new AbortController().signal, emit: async () => {} };
+  return syncManifests(ctx, { prune: true, dryRun: false, recreate: true, inventoryPolicy: 'AdoptIfNoInventory', waitMs: o.waitMs, pollMs: 20, callDeadlineMs: 1_000 });
+}
+
+const workload = (kind: 'Deployment' | 'DaemonSet', name: string, labels: Record<string, string>, extra: object = {}): object => ({
+  apiVersion: 'apps/v1',
+  kind,
+  metadata: { name, namespace: 'kube-system', labels },
+  spec: { ...extra, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } },
+});
+
+const UNAVAILABLE = { status: 503, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'ServiceUnavailable', code: 503, message: 'the server is currently unable to handle the request' } };
+const AGENT = '/apis/apps/v1/namespaces/kube-system/daemonsets/agent';
+const WEB = '/apis/apps/v1/namespaces/kube-system/deployments/web';
+
+describe('bootstrap-manifest sync, waiting through a restarting apiserver', () => {
+  it('a read the apiserver fails for a moment (503, a reset connection, no answer in time) is polled past, in the deletion wait and the readiness wait', async () => {
+    const sim = await startKubeSim();
+    try {
+      const writer = await openKubeWriter(kubeconfigFor(sim, await issueClientCert(sim.ca)), 200);
+      // An agent an older Talos deployed, with a selector the manifest no longer has: recreated.
+      sim.putObject(workload('DaemonSet', 'agent', { app: 'agent' }) as Record<string, unknown>);
+      sim.setRollout({ ms: 150 });
+      let agentDeleted = false;
+      let webPatched = false;
+      let agentReads = 0;
+      let webReads = 0;
+      const stand: Stand = (method, path) => {
+        if (path === AGENT && method === 'DELETE') agentDeleted = true;
+        if (path === WEB && method === 'PATCH') webPatched = true;
+        if (path === AGENT && method === 'GET' && agentDeleted && ++agentReads <= 2) {
+          return agentReads === 1 ? UNAVAILABLE : transportError(`GET ${writer.server}${path}`, Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+        }
+        if (path === WEB && method === 'GET' && webPatched) {
+          webReads++;
+          if (webReads <= 2) return UNAVAILABLE;
+          // The apiserver goes silent for a while: reads meet the 200 ms per-request deadline.
+          if (webReads === 3) {
+            sim.blackhole(true);
+            setTimeout(() => sim.blackhole(false), 300);
+          }
+        }
+        return undefined;
+      };
+      const met: string[] = [];
+      const kube = inFront(writer, stand, met);
+      const result = await directSync(sim, kube, [workload('DaemonSet', 'agent', { app: 'agent', tier: 'node' }), workload('Deployment', 'web', { app: 'web' })], { waitMs: 5_000 });
+      expect(result.changes).toEqual([
+        { object: 'DaemonSet.apps kube-system/agent', action: 'recreated', manifest: '99-app', fields: ['spec.selector'] },
+        { object: 'Deployment.apps kube-system/web', action: 'created', manifest: '99-app' },
+      ]);
+      const deleted = met.findIndex((m) => m.startsWith(`DELETE ${AGENT}`));
+      expect(met.slice(deleted).filter((m) => m.startsWith(`GET ${AGENT}`)).slice(0, 3)).toEqual([`GET ${AGENT}: 503`, `GET ${AGENT}: thrown`, `GET ${AGENT}: 404`]);
+      const patched = met.findIndex((m) => m.startsWith(`PATCH ${WEB}`));
+      const webMet = met.slice(patched).filter((m) => m.startsWith(`GET ${WEB}`));
+      expect(webMet.slice(0, 3)).toEqual([`GET ${WEB}: 503`, `GET ${WEB}: 503`, `GET ${WEB}: deadline`]);
+      expect(webMet.at(-1)).toBe(`GET ${WEB}: 200`);
+      expect((sim.object('apps/v1', 'Deployment', 'kube-system', 'web') as Json).status.availableReplicas).toBe(1);
+      expect((sim.object('apps/v1', 'DaemonSet', 'kube-system', 'agent') as Json).spec.selector.matchLabels).toEqual({ app: 'agent', tier: 'node' });
+      writer.close();
+    } finally {
+      await sim.stop();
+    }
+  });
+
+  it('a wait whose reads keep failing ends at its timeout naming the last failure; a refusal, or a cancel, ends it at once', async () => {
+    const sim = await startKubeSim();
+    try {
+      const writer = await openKubeWriter(kubeconfigFor(sim, await issueClientCert(sim.ca)), 200);
+      let webPatched = false;
+      let reads = 0;
+      let answer: Stand = () => undefined;
+      // Reads of web once the sync has applied it, i.e. the wait's.
+      const stand: Stand = (method, path) => {
+        if (path !== WEB) return undefined;
+        if (method === 'PATCH') webPatched = true;
+        return method === 'GET' && webPatched ? (reads++, answer(method, path)) : undefined;
+      };
+      const kube = inFront(writer, stand, []);
+      const web = (replicas: number): object[] => [workload('Deployment', 'web', { app: 'web' }, { replicas })];
+
+      // A 403 says the same every time: the run fails at once, not when the wait runs out.
+      answer = () => ({ status: 403, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: 'deployments.apps "web" is forbidden' } });
+      let t0 = Date.now();
+      await expect(directSync(sim, kube, web(1), { waitMs: 10_000 })).rejects.toThrow(`GET ${writer.server}${WEB}: 403 Forbidden: deployments.apps "web" is forbidden`);
+      expect(Date.now() - t0).toBeLessThan(5_000);
+      expect(reads).toBe(1);
+
+      // A cancel ends a wait polling past failures at once too.
+      const cancel = new AbortController();
+      const cancelled = new Error('cancelled by the test');
+      answer = () => {
+        if (reads === 3) setTimeout(() => cancel.abort(cancelled), 10);
+        return UNAVAILABLE;
+      };
+      webPatched = false;
+      reads = 0;
+      t0 = Date.now();
+      await expect(directSync(sim, kube, web(2), { waitMs: 10_000, signal: cancel.signal })).rejects.toBe(cancelled);
+      expect(Date.now() - t0).toBeLessThan(5_000);
+      expect(reads).toBeGreaterThanOrEqual(3);
+
+      // Only 503s, then no answer at all: the wait polls until its end and names the last failure.
+      let fails = 0;
+      answer = () => {
+        if (++fails === 4) sim.blackhole(true);
+        return fails < 4 ? UNAVAILABLE : undefined;
+      };
+      webPatched = false;
+      reads = 0;
+      t0 = Date.now();
+      const ends = directSync(sim, kube, web(3), { waitMs: 1_000 });
+      await expect(ends).rejects.toThrow(new RegExp(`^not ready within 1 s: Deployment\\.apps kube-system/web \\(last read failed: GET ${writer.server.replace(/\./g, '\\.')}/apis/apps/v1/namespaces/kube-system/deployments/web: no answer within the 200 ms deadline\\)$`));
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+      expect(reads).toBeGreaterThan(4);
+      writer.close();
     } finally {
       await sim.stop();
     }

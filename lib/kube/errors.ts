@@ -40,6 +40,23 @@ function lowLevelText(err: unknown): string {
   return errorMessage(err).slice(0, 300);
 }
 
+/**
+ * Answers the same request may not get a moment later: throttling (429, API Priority and Fairness)
+ * and an apiserver, or the load balancer before it, failing or restarting (an upgrade restarts each).
+ */
+const TRANSIENT_STATUS = new Set([429, 500, 502, 503, 504]);
+
+/**
+ * A failure a wait may poll past: no answer (a reset connection, a restarting apiserver, a spent
+ * per-request deadline) or a TRANSIENT_STATUS answer. Anything else (a refusal, a 404 where the
+ * caller expects the object, a 422) would be answered the same way again.
+ */
+export function isTransient(err: unknown): err is KubeApiError {
+  if (!(err instanceof KubeApiError)) return false;
+  if (err.code === 'unreachable' || err.code === 'deadline') return true;
+  return err.code === 'http' && err.status !== undefined && TRANSIENT_STATUS.has(err.status);
+}
+
 /** Classifies a transport failure (no HTTP answer) for `endpoint`. */
 export function transportError(endpoint: string, err: unknown): KubeApiError {
   const code = causeCode(err) ?? '';

@@ -11,7 +11,7 @@ import { errorMessage } from '../../../lib/errors.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { InventoryPolicy } from '../../../functions/manifests/job.ts';
-import { KubeApiError } from '../../../lib/kube/errors.ts';
+import { isTransient, KubeApiError } from '../../../lib/kube/errors.ts';
 import { applyObject, createObject, deleteObject, getObject, mergePatchObject, type StoredObject } from '../../../lib/kube/apply.ts';
 import { objectPath, restMapper, type ResourceMapping, type RestMapper } from '../../../lib/kube/discovery.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
@@ -298,6 +298,24 @@ async function applyOne(ctx: ManifestSyncContext, p: Planned, o: ManifestSyncOpt
   return unchanged ? { action: 'unchanged' } : { action: 'configured', diff: changedFields(p.before, after) };
 }
 
+/**
+ * The object at `path` (undefined once the server has none), or the failure of a read the next
+ * poll may get past. A wait ends at its deadline, not at the first blip of an apiserver the
+ * Kubernetes upgrade this sync ends has just restarted (go-kubernetes' Manager.Wait retries these
+ * too). KubeWriter answers no headers, so a Retry-After goes unseen: the wait keeps its pollMs.
+ */
+async function readPolled(ctx: ManifestSyncContext, path: string): Promise<StoredObject | KubeApiError | undefined> {
+  try {
+    return await getObject(ctx.kube, path, ctx.hard);
+  } catch (err) {
+    ctx.hard.throwIfAborted();
+    if (isTransient(err)) return err;
+    throw err;
+  }
+}
+
+const lastFailure = (err: KubeApiError): string => `last read failed: ${err.message}`;
+
 /** A deletion is waited for at least this long, whatever the rollout wait (0 skips that, not this). */
 const GONE_WAIT_MIN_MS = 60_000;
 
@@ -311,8 +329,13 @@ async function deleteUntilGone(ctx: ManifestSyncContext, p: Planned, o: Manifest
   await deleteObject(ctx.kube, pathOf(p), ctx.hard);
   const waitMs = Math.max(o.waitMs, GONE_WAIT_MIN_MS);
   const end = Date.now() + waitMs;
-  while (await getObject(ctx.kube, pathOf(p), ctx.hard)) {
-    if (Date.now() + o.pollMs > end) throw new RunError(`${describeRef(p.ref)} was deleted to be created again, but the server still has it after ${Math.round(waitMs / 1000)} s (a finalizer?); the next sync creates it once it is gone`, { object: describeRef(p.ref) });
+  for (;;) {
+    const live = await readPolled(ctx, pathOf(p));
+    if (live === undefined) return;
+    if (Date.now() + o.pollMs > end) {
+      const why = live instanceof KubeApiError ? `cannot be seen gone after ${Math.round(waitMs / 1000)} s (${lastFailure(live)})` : `the server still has it after ${Math.round(waitMs / 1000)} s (a finalizer?)`;
+      throw new RunError(`${describeRef(p.ref)} was deleted to be created again, but ${why}; the next sync creates it once it is gone`, { object: describeRef(p.ref) });
+    }
     await pause(o.pollMs, ctx.hard);
   }
 }
@@ -364,8 +387,8 @@ async function waitUntilReady(ctx: ManifestSyncContext, changed: Planned[], o: M
   const end = Date.now() + o.waitMs;
   const last = new Map<Planned, ObjectStatus>();
   const isReady = async (p: Planned): Promise<boolean> => {
-    const live = await getObject(ctx.kube, pathOf(p), ctx.hard);
-    const status: ObjectStatus = live ? statusOf(live) : { state: 'in-progress', message: 'not found' };
+    const live = await readPolled(ctx, pathOf(p));
+    const status: ObjectStatus = live instanceof KubeApiError ? { state: 'in-progress', message: lastFailure(live) } : live ? statusOf(live) : { state: 'in-progress', message: 'not found' };
     last.set(p, status);
     if (status.state === 'failed') throw new RunError(`${describeRef(p.ref)} will not become ready: ${status.message}`, { object: describeRef(p.ref) });
     return status.state === 'current';
