@@ -124,6 +124,26 @@ describe('push-config to a node in maintenance mode', () => {
     expect((run.result as { mode: string }).mode).toBe('no-reboot');
   });
 
+  it('a configured node told to reboot counts as configured only once its next boot answers', async () => {
+    // Talos keeps answering for minutes while its reboot sequence stops the pods.
+    await setup({ timings: { readyTimeoutMs: 1_000 } });
+    const slow = await sim({ shutdownMs: 1_500 });
+    const { clusterId } = await seedCluster(h);
+    const mid = await addMachine(clusterId, { name: 'cp1', address: slow.address });
+    await push(clusterId, mid, insecure(slow), 'succeeded');
+    const failed = await push(clusterId, mid, { mode: 'reboot' }, 'failed');
+    expect(failed.error).toMatch(/did not answer over mTLS within 1 s; last: the node still answers from its previous boot/);
+    expect(slow.reboots).toEqual(['apply-configuration', 'apply-configuration']);
+
+    const node = await sim({ shutdownMs: 300 });
+    const other = await addMachine(clusterId, { name: 'cp2', address: node.address });
+    await push(clusterId, other, insecure(node), 'succeeded');
+    const run = await push(clusterId, other, { mode: 'reboot' }, 'succeeded');
+    const types = (await events(run.id)).map((e) => e.type);
+    expect(types.indexOf('push.rebooting')).toBeLessThan(types.indexOf('push.ready'));
+    expect(node.calls.filter((c) => c.method === 'SystemStat').length).toBeGreaterThanOrEqual(2);
+  });
+
   it('a dry run reaches the node with dry_run set and changes nothing', async () => {
     await setup();
     const node = await sim();

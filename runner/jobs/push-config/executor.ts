@@ -20,7 +20,7 @@ import type { ConfigDocument } from '../../../lib/talos/patch.ts';
 import { renderOrReject } from '../../../functions/machine-config/render.ts';
 import { talosFailure, type Channel } from './failures.ts';
 import { APPLIED, CONFIGURED, mayBeInMaintenance } from '../../../functions/push-config/machine-state.ts';
-import { waitForGoingDown, waitForMtls } from './node-wait.ts';
+import { waitForMtls } from './node-wait.ts';
 import { pushTimings } from './timings.ts';
 
 
@@ -38,9 +38,6 @@ type Ctx = RunContext<Deps>;
 
 /** Failures of an apply call that do not tell whether the node acted on it. */
 const AMBIGUOUS: ReadonlySet<string> = new Set(['connection-lost', 'deadline']);
-
-/** How long to look for a configured node going down after it chose to reboot. */
-const GOING_DOWN_WINDOW_MS = 30_000;
 
 async function loadTargets(deps: Deps, clusterId: string, machineId: string): Promise<{ cluster: ClusterRow; machine: MachineRow }> {
   const cluster = await deps.db.select().from(clusters).where(eq(clusters.id, clusterId)).get();
@@ -164,6 +161,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
       : await access.talosClient(address);
   let applied: ApplyConfigurationResult;
   let confirmed = true;
+  let bootTime: number | undefined;
   try {
     if (channel === 'maintenance') {
       progress({
@@ -175,9 +173,15 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     } else {
       progress({ type: 'push.connect', message: `connecting to ${client.node} over mTLS with the cluster's admin certificate`, data: { node: client.node, channel } });
     }
-    // Proves the channel (pin, CA) before any config leaves this process.
+    // Proves the channel (pin, CA) before any config leaves this process. A configured node's boot
+    // time tells its next boot apart, should the config need a reboot.
     const before = await step(ctx, 'preflight', channel, t.callDeadlineMs, async (): Promise<VersionResult | null> => {
       try {
+        if (channel === 'mtls') {
+          const [version, stat] = await Promise.all([client.version(call), client.systemStat(call)]);
+          bootTime = stat.bootTime;
+          return version;
+        }
         return await client.version(call);
       } catch (err) {
         // v1.12 maintenance mode only serves ApplyConfiguration; the TLS checks still passed.
@@ -232,12 +236,10 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
     await emit({ type: 'push.staged', message: 'the config is staged; it takes effect at the next reboot' });
     return { ...base, state: channel === 'maintenance' ? APPLIED : machine.state, talosVersion: machine.talosVersion } satisfies PushConfigResult;
   }
-  if (channel === 'mtls' && applied.mode === 'reboot') {
-    progress({ type: 'push.rebooting', message: 'the node reboots to apply the config' });
-    await waitForGoingDown(access, address, t, Math.min(GOING_DOWN_WINDOW_MS, t.readyTimeoutMs), signal);
-  }
-  progress({ type: 'push.waiting', message: `waiting up to ${Math.round(t.readyTimeoutMs / 1000)} s for ${client.node} to answer over mTLS` });
-  const after = await waitForMtls(access, address, t, signal, { rebooting: channel === 'maintenance' }).catch(async (err: unknown) => {
+  const rebooting = channel === 'maintenance' || applied.mode === 'reboot';
+  if (channel === 'mtls' && rebooting) progress({ type: 'push.rebooting', message: 'the node reboots to apply the config' });
+  progress({ type: 'push.waiting', message: `waiting up to ${Math.round(t.readyTimeoutMs / 1000)} s for ${client.node} to answer over mTLS${channel === 'mtls' && rebooting ? ' from its next boot' : ''}` });
+  const after = await waitForMtls(access, address, t, signal, { rebooting, ...(channel === 'mtls' && rebooting ? { bootedAfter: bootTime } : {}) }).catch(async (err: unknown) => {
     if (err instanceof RunError && !signal.aborted) await emit({ level: 'error', type: 'push.error', message: err.message, data: { step: 'wait', ...err.data } });
     throw err;
   });

@@ -2,29 +2,47 @@ import { RunError } from '../../../lib/jobs/executor.ts';
 import { isTalosApiError, type VersionResult } from '../../../lib/talos/api/index.ts';
 import type { PushTimings } from '../../../functions/context.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
-import { pause } from '../pause.ts';
 import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
 /** What a wait saw last when its last look at the port was refused (no probe was made then). */
 const REFUSED = Symbol('refused');
-const describe = (last: unknown) => (isTalosApiError(last) ? last.message : last === REFUSED ? 'the port refused connections (nothing listens there yet)' : 'no answer yet');
+/** What a wait saw last when the node answered from the boot it had before it took the config. */
+const SAME_BOOT = Symbol('same-boot');
+const describe = (last: unknown) =>
+  isTalosApiError(last)
+    ? last.message
+    : last === REFUSED
+      ? 'the port refused connections (nothing listens there yet)'
+      : last === SAME_BOOT
+        ? 'the node still answers from its previous boot (it has not rebooted yet)'
+        : 'no answer yet';
 
-/** One Version call over mTLS on a fresh connection, so a retry never waits on one the rebooting node dropped. */
-function probe(access: ClusterAccess, address: string, deadlineMs: number, signal: AbortSignal): Promise<VersionResult> {
-  return access.withTalos(address, (client) => client.version({ deadlineMs, signal }));
+/**
+ * One Version call over mTLS on a fresh connection, so a retry never waits on one the rebooting
+ * node dropped; with `bootedAfter`, SystemStat too, and an answer from that boot does not count.
+ */
+function probe(access: ClusterAccess, address: string, deadlineMs: number, signal: AbortSignal, bootedAfter?: number): Promise<VersionResult | typeof SAME_BOOT> {
+  const call = { deadlineMs, signal };
+  return access.withTalos(address, async (client) => {
+    if (bootedAfter === undefined) return client.version(call);
+    const [version, stat] = await Promise.all([client.version(call), client.systemStat(call)]);
+    return stat.bootTime === bootedAfter ? SAME_BOOT : version;
+  });
 }
 
 /**
  * Polls until the node answers Version over mTLS with the cluster's admin certificate: that is
  * what "configured" means from here. Until then every failure (maintenance certificate still up,
  * node rebooting) is expected; only the timeout ends the wait, naming the last failure.
+ * `bootedAfter`: the boot time (SystemStat) the node had before it was told to reboot; answers
+ * from that boot are not the node configured, as it may take minutes to stop its pods first.
  */
 export async function waitForMtls(
   access: ClusterAccess,
   address: string,
   t: PushTimings,
   signal: AbortSignal,
-  opts: { rebooting?: boolean } = {},
+  opts: { rebooting?: boolean; bootedAfter?: number } = {},
 ): Promise<VersionResult> {
   const end = Date.now() + t.readyTimeoutMs;
   const seen: PortWatch = { down: false };
@@ -37,7 +55,9 @@ export async function waitForMtls(
     if (seen.refusing) last = REFUSED;
     else {
       try {
-        return await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal);
+        const answer = await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal, opts.bootedAfter);
+        if (answer !== SAME_BOOT) return answer;
+        last = SAME_BOOT;
       } catch (err) {
         if (signal.aborted) throw err;
         last = err;
@@ -52,29 +72,4 @@ export async function waitForMtls(
     // A node that went down to reboot is probed again as soon as its port reopens.
     await untilPortReturns(address, t.pollMs, seen, signal);
   }
-}
-
-/**
- * After an apply that reboots a configured node, the old boot may still answer for a moment;
- * wait (bounded) until it stops answering so the next success is the new boot. Returns whether
- * the node was seen going down.
- */
-export async function waitForGoingDown(
-  access: ClusterAccess,
-  address: string,
-  t: PushTimings,
-  windowMs: number,
-  signal: AbortSignal,
-): Promise<boolean> {
-  const end = Date.now() + windowMs;
-  while (Date.now() < end) {
-    try {
-      await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal);
-    } catch (err) {
-      if (signal.aborted) throw err;
-      return true;
-    }
-    await pause(Math.min(t.pollMs, 250), signal);
-  }
-  return false;
 }

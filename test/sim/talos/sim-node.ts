@@ -41,6 +41,11 @@ export interface SimNodeOptions {
   version?: string;
   /** How long the node is unreachable while it reboots (after apply, upgrade or Reboot); at least ~120 ms. */
   rebootMs?: number;
+  /**
+   * How long a configured node keeps answering after it decided to reboot, as Talos does while
+   * its reboot sequence stops the kubelet and the pods (default: 10 ms, long enough for the reply).
+   */
+  shutdownMs?: number;
   /** Start already configured with this machine config instead of in maintenance mode. */
   initialConfig?: string | Uint8Array;
   /** A worker config carries no OS CA key; this stands in for trustd on a control plane. */
@@ -507,8 +512,9 @@ export class SimTalosNode {
    */
   private reboot(reason: string): void {
     this.reboots.push(reason);
-    // Let the reply that triggered the reboot reach the caller first.
-    this.timer(10, () => {
+    // Let the reply that triggered the reboot reach the caller first (a configured node also
+    // stops its workloads first).
+    this.timer(this.phase === 'maintenance' ? 10 : (this.opts.shutdownMs ?? 10), () => {
       if (this.phase === 'stopped') return;
       this.setPhase('down');
       const downAt = Date.now();
