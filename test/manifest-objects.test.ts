@@ -40,6 +40,10 @@ describe('readiness, by kstatus\' rules', () => {
     expect(statusOf(deployment(2, { replicas: 2, updatedReplicas: 2, availableReplicas: 2 }))).toEqual({ state: 'in-progress', message: 'the controller has not seen the new spec yet' });
     expect(statusOf(deployment(2, { observedGeneration: 2, replicas: 3, updatedReplicas: 2, availableReplicas: 2 })).state).toBe('in-progress');
     expect(statusOf(deployment(2, { observedGeneration: 2, replicas: 2, updatedReplicas: 1, availableReplicas: 2 }))).toEqual({ state: 'in-progress', message: '1 of 2 updated, 2 available' });
+    // Past spec.progressDeadlineSeconds the controller says so, and waiting longer will not help.
+    const counts = { observedGeneration: 2, replicas: 2, updatedReplicas: 1, availableReplicas: 1 };
+    const conditions = [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-5d8" has timed out progressing.' }];
+    expect(statusOf({ ...deployment(2, counts), status: { ...counts, conditions } })).toEqual({ state: 'failed', message: 'progress deadline exceeded: ReplicaSet "web-5d8" has timed out progressing.' });
   });
 
   it('a DaemonSet counts its scheduled pods', () => {

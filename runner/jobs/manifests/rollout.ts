@@ -49,7 +49,10 @@ function rollout(o: Obj, want: number, updated: number, available: number, noneO
 const SCHEDULE_WINDOW_MS = 15_000;
 
 const KIND_RULES: Record<string, (o: Obj, conditions: Condition[], now: number) => ObjectStatus> = {
-  'apps/Deployment': (o) => {
+  'apps/Deployment': (o, conds) => {
+    // The controller gave up on this rollout (spec.progressDeadlineSeconds): it will not finish by waiting.
+    const stuck = conds.find((c) => c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded');
+    if (stuck) return failed(`progress deadline exceeded: ${said(stuck, 'the rollout made no progress')}`);
     const s = o.status ?? {};
     const updated = num(s['updatedReplicas']);
     // Old replicas still running mean the rollout has not finished replacing them.
