@@ -4,6 +4,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { lookAtPort, lookPauseMs, untilPortReturns } from '../runner/jobs/node-port.ts';
 import { waitForMtls } from '../runner/jobs/push-config/node-wait.ts';
 import type { ClusterAccess } from '../runner/jobs/cluster-access.ts';
+import { TalosApiError } from '../lib/talos/api/index.ts';
+
+/** What a node that does not take the cluster's admin certificate answers a probe with. */
+const refusedTls = (): TalosApiError => new TalosApiError({ node: '127.0.0.1', method: 'MachineService/Version', code: 'tls', grpcStatus: 'UNAVAILABLE', detail: 'tlsv13 alert certificate required' });
 
 describe('node port checks', () => {
   let server: Server | undefined;
@@ -112,7 +116,7 @@ describe('node port checks', () => {
     let dials = 0;
     const talosClient = async (): Promise<never> => {
       dials++;
-      throw new Error('dialled');
+      throw refusedTls();
     };
     const access = { talosClient, withTalos: async () => talosClient() } as unknown as ClusterAccess;
     const timings = { callDeadlineMs: 100, readyTimeoutMs: 300, pollMs: 40 };
@@ -131,7 +135,7 @@ describe('node port checks', () => {
     let dials = 0;
     const withTalos = async (): Promise<never> => {
       dials++;
-      throw new Error('certificate rejected');
+      throw refusedTls();
     };
     const access = { withTalos } as unknown as ClusterAccess;
     const reopen = setTimeout(() => void listen(port), 100);
@@ -142,5 +146,17 @@ describe('node port checks', () => {
     // failure made thousands.
     expect(dials).toBeGreaterThan(1);
     expect(dials).toBeLessThanOrEqual(16);
+  });
+
+  it('ends the wait at once on a failure that is not the node\'s answer', async () => {
+    const port = await listen();
+    let dials = 0;
+    const withTalos = async (): Promise<never> => {
+      dials++;
+      throw new Error('cannot mint the admin certificate: the sealed key does not open');
+    };
+    const timings = { callDeadlineMs: 100, readyTimeoutMs: 5_000, pollMs: 20 };
+    await expect(waitForMtls({ withTalos } as unknown as ClusterAccess, `127.0.0.1:${port}`, timings, new AbortController().signal)).rejects.toThrow(/cannot mint/);
+    expect(dials).toBe(1);
   });
 });

@@ -59,7 +59,9 @@ export async function waitForMtls(
         if (answer !== SAME_BOOT) return answer;
         last = SAME_BOOT;
       } catch (err) {
-        if (signal.aborted) throw err;
+        // Only the node's answers are worth waiting out: anything else (the admin certificate
+        // could not be minted, say) would fail the same way for the whole wait.
+        if (signal.aborted || !isTalosApiError(err)) throw err;
         last = err;
       }
     }
