@@ -40,7 +40,7 @@ async function runOf(kind = 'provision') {
 }
 
 describe('state backend semantics', () => {
-  it('only the holding run may UNLOCK; another run that knows the lock ID is refused, an admin force-unlock works', async () => {
+  it('only the holding run may UNLOCK, re-LOCK or write; another run that knows the lock ID is refused, an admin force-unlock works', async () => {
     const holder = await client('run_holder');
     const other = await client('run_other');
     const info = lockInfo('holder');
@@ -50,6 +50,14 @@ describe('state backend semantics', () => {
     expect(refused.status).toBe(423);
     expect(refused.json.ID).toBe(info.ID);
     expect((await other.unlock({ ...info })).status).toBe(409);
+    // Nor does the ID take the lock or write under it.
+    expect((await other.lock({ ...info })).status).toBe(423);
+    const write = await other.post(stateDoc('lin', 1), `?ID=${info.ID}`);
+    expect(write.status).toBe(409);
+    expect(write.json.error.code).toBe('state_locked');
+    expect((await other.del(`?ID=${info.ID}`)).status).toBe(409);
+    expect((await holder.post(stateDoc('lin', 1), `?ID=${info.ID}`)).status).toBe(200);
+    expect((await holder.lock(info)).status).toBe(200);
     expect((await h.call('GET', `/v1/clusters/${ids.clusterId}/state-lock`)).body.lock.heldBy).toBe('run_holder');
     expect((await h.call('DELETE', `/v1/clusters/${ids.clusterId}/state-lock`)).status).toBe(200);
     expect((await h.call('GET', `/v1/clusters/${ids.clusterId}/state-lock`)).body.lock).toBeNull();

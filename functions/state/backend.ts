@@ -172,7 +172,7 @@ export function stateBackendRoutes() {
     if (access instanceof Response) return access;
     const { deps } = c.var;
     try {
-      const res = await purgeState(deps, { clusterId: access.clusterId, lockId: lockIdParam(c) });
+      const res = await purgeState(deps, { clusterId: access.clusterId, lockId: lockIdParam(c), by: access.runId });
       await recordAudit(c, { action: 'state.delete', target: access.clusterId, tenantId: access.tenantId, detail: res });
       return c.json(res, 200);
     } catch (err) {

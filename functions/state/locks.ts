@@ -51,8 +51,9 @@ export async function acquireLock(
       .returning({ id: stateLocks.lockId });
     if (inserted.length) return { acquired: true };
     const holder = await lockHolder(deps, input.clusterId);
-    // The same ID again is tofu retrying a LOCK whose answer it never got.
-    if (holder?.lockId === input.lock.id) return { acquired: true };
+    // The same ID again from the same holder is tofu retrying a LOCK whose answer it never got;
+    // from anyone else it is an ID read off a 423, which takes nothing.
+    if (holder?.lockId === input.lock.id && holder.heldBy === input.heldBy) return { acquired: true };
     if (holder) return { acquired: false, holderInfo: holder.info };
     // Released between our insert and our read: try again.
   }

@@ -85,19 +85,21 @@ export async function lockHolder(deps: Pick<Deps, 'db'>, clusterId: string) {
 }
 
 /**
- * SQL that is true when a writer presenting `lockId` (or none) may write: the lock it names is
- * the one held, or no lock is held and it names none. Evaluated inside the write statement so a
- * LOCK arriving between check and write cannot be overtaken.
+ * SQL that is true when `writer` (a run, or null for a credential of no run) presenting `lockId`
+ * (or none) may write: the lock it names is the one held, and held by that writer, or no lock is
+ * held and it names none. A lock's ID is no secret (every refused locker's 423 carries it), so it
+ * does not let another credential write. Evaluated inside the write statement so a LOCK arriving
+ * between check and write cannot be overtaken.
  */
-function lockAllows(clusterId: string, lockId: string | undefined) {
+function lockAllows(clusterId: string, lockId: string | undefined, writer: string | null) {
   return lockId === undefined
     ? sql`NOT EXISTS (SELECT 1 FROM state_locks WHERE cluster_id = ${clusterId})`
-    : sql`EXISTS (SELECT 1 FROM state_locks WHERE cluster_id = ${clusterId} AND lock_id = ${lockId})`;
+    : sql`EXISTS (SELECT 1 FROM state_locks WHERE cluster_id = ${clusterId} AND lock_id = ${lockId} AND held_by IS ${writer})`;
 }
 
-async function refusalFor(deps: Pick<Deps, 'db'>, clusterId: string, lockId: string | undefined): Promise<StateWriteRefused | null> {
+async function refusalFor(deps: Pick<Deps, 'db'>, clusterId: string, lockId: string | undefined, writer: string | null): Promise<StateWriteRefused | null> {
   const holder = await lockHolder(deps, clusterId);
-  if (holder && holder.lockId !== lockId) {
+  if (holder && (holder.lockId !== lockId || holder.heldBy !== writer)) {
     return new StateWriteRefused('locked', 'state is locked by another holder', { lockId: holder.lockId, info: holder.info });
   }
   if (!holder && lockId !== undefined) return new StateWriteRefused('not_locked', 'the lock this write names is not held');
@@ -125,7 +127,7 @@ export async function writeState(
   const { db, sealer, clock } = deps;
   const md5 = md5Base64(input.body);
   for (let attempt = 0; ; attempt++) {
-    const refusal = await refusalFor(deps, input.clusterId, input.lockId);
+    const refusal = await refusalFor(deps, input.clusterId, input.lockId, input.writtenBy);
     if (refusal) throw refusal;
     const current = await currentVersion(deps, input.clusterId);
     if (current && current.lineage !== input.parsed.lineage) {
@@ -155,7 +157,7 @@ export async function writeState(
         INSERT INTO state_versions (tenant_id, cluster_id, version, serial, lineage, body_sealed, md5, size, written_by, created_at)
         SELECT ${input.tenantId}, ${input.clusterId}, ${version}, ${input.parsed.serial}, ${input.parsed.lineage}, ${sealed}, ${md5},
                ${input.body.byteLength}, ${input.writtenBy}, ${clock.now()}
-        WHERE ${lockAllows(input.clusterId, input.lockId)} AND ${sameLineage}`);
+        WHERE ${lockAllows(input.clusterId, input.lockId, input.writtenBy)} AND ${sameLineage}`);
       if (res.rowsAffected === 1) {
         await pruneVersions(deps, input.clusterId, version, input.keepVersions ?? DEFAULT_KEEP_VERSIONS);
         return { version, created: true };
@@ -221,14 +223,14 @@ export async function keepRecoverableVersion(
 }
 
 /** The backend DELETE: hides every version from GET but keeps them for history. */
-export async function purgeState(deps: StoreDeps, input: { clusterId: string; lockId?: string }): Promise<{ purged: number }> {
-  const refusal = await refusalFor(deps, input.clusterId, input.lockId);
+export async function purgeState(deps: StoreDeps, input: { clusterId: string; lockId?: string; by: string | null }): Promise<{ purged: number }> {
+  const refusal = await refusalFor(deps, input.clusterId, input.lockId, input.by);
   if (refusal) throw refusal;
   const res = await deps.db.run(sql`
     UPDATE state_versions SET deleted_at = ${deps.clock.now()}
-    WHERE cluster_id = ${input.clusterId} AND deleted_at IS NULL AND ${lockAllows(input.clusterId, input.lockId)}`);
+    WHERE cluster_id = ${input.clusterId} AND deleted_at IS NULL AND ${lockAllows(input.clusterId, input.lockId, input.by)}`);
   if (res.rowsAffected === 0) {
-    const late = await refusalFor(deps, input.clusterId, input.lockId);
+    const late = await refusalFor(deps, input.clusterId, input.lockId, input.by);
     if (late) throw late;
   }
   return { purged: res.rowsAffected };
