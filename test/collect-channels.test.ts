@@ -1,6 +1,7 @@
+import * as net from 'node:net';
 import { eq } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clusters, machines } from '../db/schema/index.ts';
+import { clusters, machineHealth, machines } from '../db/schema/index.ts';
 import { openClusterSecrets, sealClusterSecrets } from '../functions/machine-config/secrets.ts';
 import { collectAccessCache } from '../runner/jobs/collect/access-cache.ts';
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
@@ -13,11 +14,13 @@ let h: Harness;
 let fleet: SimCluster | undefined;
 const extra: SimTalosNode[] = [];
 let nowMs = Date.parse('2026-12-01T10:00:00Z');
+const relays: Relay[] = [];
 
 afterEach(async () => {
   await fleet?.stop();
   fleet = undefined;
   await Promise.all(extra.splice(0).map((s) => s.stop()));
+  await Promise.all(relays.splice(0).map((r) => r.close()));
   await h.close();
 });
 
@@ -33,6 +36,67 @@ const clusterRow = async () => (await h.deps.db.select().from(clusters).where(eq
 async function connectionsSettle(sim: SimTalosNode, expected: number): Promise<number> {
   for (let i = 0; i < 100 && sim.openConnections !== expected; i++) await new Promise((r) => setTimeout(r, 20));
   return sim.openConnections;
+}
+
+
+interface Relay {
+  port: number;
+  /** Connections the relay accepted. */
+  accepted: number;
+  /**
+   * Stands for a node that rebooted without closing its connections (power cut, watchdog reset):
+   * the connections open now get no FIN; the next segment on one is answered with a TCP reset.
+   */
+  reboot(): void;
+  /** New connections are refused; those open stay as they are. */
+  refuse(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP relay on 127.0.0.1 to `target`'s port. */
+async function startRelay(target: SimTalosNode): Promise<Relay> {
+  const live = new Map<net.Socket, net.Socket>();
+  const every = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    relay.accepted++;
+    const upstream = net.connect(target.port, target.host);
+    live.set(client, upstream);
+    for (const s of [client, upstream]) {
+      every.add(s);
+      s.on('error', () => {});
+      s.once('close', () => every.delete(s));
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.once('close', () => {
+      live.delete(client);
+      upstream.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const closed = new Promise<void>((resolve) => server.once('close', resolve));
+  const relay: Relay = {
+    port: (server.address() as net.AddressInfo).port,
+    accepted: 0,
+    reboot() {
+      for (const [client, upstream] of live) {
+        live.delete(client);
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        upstream.destroy();
+        client.once('data', () => client.resetAndDestroy());
+        // unpipe() left it paused.
+        client.resume();
+      }
+    },
+    refuse: () => void server.close(),
+    close: async () => {
+      if (server.listening) server.close();
+      for (const s of every) s.destroy();
+      await closed;
+    },
+  };
+  return relay;
 }
 
 describe('collect keeps mTLS channels to nodes between passes', () => {
@@ -122,5 +186,45 @@ describe('collect keeps mTLS channels to nodes between passes', () => {
     expect(cache.channels.size).toBe(2);
     expect(await connectionsSettle(w1, 0)).toBe(0);
     expect(moved.openConnections).toBe(1);
+  });
+
+  it('reads a node that rebooted without closing its connections over a fresh dial, once', async () => {
+    const { w1 } = await setup();
+    const relay = await startRelay(w1);
+    relays.push(relay);
+    const id = fleet!.machines['w1']!.id;
+    await h.deps.db.update(machines).set({ address: `127.0.0.1:${relay.port}` }).where(eq(machines.id, id));
+    expect((await runCollectPass(h.deps)).reached).toBe(2);
+    expect(relay.accepted).toBe(1);
+
+    relay.reboot();
+    nowMs += 60_000;
+    const pass = await runCollectPass(h.deps);
+    expect(pass.reached).toBe(2);
+    expect(pass.states.healthy).toBe(2);
+    // The kept connection was reset; the read went out again on one new connection.
+    expect(relay.accepted).toBe(2);
+    expect(w1.handshakes.accepted).toBe(2);
+    const row = await h.deps.db.select().from(machineHealth).where(eq(machineHealth.machineId, id)).get();
+    expect(row!.lastError).toBeNull();
+  });
+
+  it('reports a node reset and refusing afterwards as unreachable with the refusal, without waiting a deadline', async () => {
+    const { w1 } = await setup();
+    const relay = await startRelay(w1);
+    relays.push(relay);
+    const id = fleet!.machines['w1']!.id;
+    await h.deps.db.update(machines).set({ address: `127.0.0.1:${relay.port}` }).where(eq(machines.id, id));
+    await runCollectPass(h.deps);
+
+    // Reset, and its port closed: the fresh dial is refused.
+    relay.reboot();
+    relay.refuse();
+    nowMs += 60_000;
+    const pass = await runCollectPass(h.deps);
+    expect(pass.states).toMatchObject({ healthy: 1, unreachable: 1 });
+    expect(pass.durationMs).toBeLessThan(h.deps.settings.collectDeadlineMs);
+    const row = await h.deps.db.select().from(machineHealth).where(eq(machineHealth.machineId, id)).get();
+    expect(row!.lastError).toMatch(/connect .*refused/i);
   });
 });

@@ -1,4 +1,7 @@
+import * as net from 'node:net';
+import { eq } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { machines } from '../db/schema/index.ts';
 import { runCollectPass } from '../runner/jobs/collect/pass.ts';
 import { createHarness, type Harness } from './support/harness.ts';
 import { startSimCluster, type SimCluster } from './support/collect-fleet.ts';
@@ -109,6 +112,33 @@ describe('collect pass against Talos and Kubernetes sims', () => {
     // No connection came up, so no call ever reached it.
     expect(dead.calls).toEqual([]);
     expect(machineOf(body, 'cp1').state).toBe('healthy');
+  });
+
+  it('records a node whose dial failed outright as unreachable, without dialling it again for the read', async () => {
+    // One read slot, held by cp1's slow read: w1's read, had it one, would come long after its failed dial.
+    h.deps.settings.collectConcurrency = 1;
+    fleet = await startSimCluster(h, { tenant: 'home', machines: [{ name: 'cp1', role: 'controlplane' }, { name: 'w1', role: 'worker' }] });
+    fleet.machines['cp1']!.sim!.setLatency(800);
+    // w1's address takes TCP and hangs up 300 ms later, mid-handshake.
+    const accepted: net.Socket[] = [];
+    const hangUp = net.createServer((socket) => {
+      accepted.push(socket);
+      socket.on('error', () => {});
+      setTimeout(() => socket.destroy(), 300);
+    });
+    await new Promise<void>((resolve) => hangUp.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (hangUp.address() as net.AddressInfo).port;
+      await h.deps.db.update(machines).set({ address: `127.0.0.1:${port}` }).where(eq(machines.id, fleet.machines['w1']!.id));
+      const summary = await runCollectPass(h.deps);
+      expect(summary.states).toMatchObject({ healthy: 1, unreachable: 1 });
+      expect(accepted).toHaveLength(1);
+      const w1 = machineOf(await health(fleet.clusterId), 'w1');
+      expect(w1.state).toBe('unreachable');
+      expect(w1.lastError).toMatch(/connect/);
+    } finally {
+      await new Promise<void>((resolve) => hangUp.close(() => resolve()));
+    }
   });
 
   it('finishes the pass when a cluster has no credentials, reading the clusters that have them', async () => {

@@ -10,7 +10,7 @@ import { presentedChain } from './client-chain.ts';
 import { toCosiResource } from './cosi.ts';
 import { parseFingerprint } from './fingerprint.ts';
 import { GrpcStatus, grpcStatusName } from './grpc-status.ts';
-import { NodeChannel } from './node-channel.ts';
+import { NodeChannel, type Connection } from './node-channel.ts';
 import { loadTalosServices, type TalosServiceDefinitions } from './proto-loader.ts';
 import { normalizePrivateKeyPem, type TalosTlsOptions } from './tls-connector.ts';
 import type {
@@ -69,6 +69,12 @@ const SERVICE_KEY: Record<Service, keyof Omit<TalosServiceDefinitions, 'packageD
   LifecycleService: 'lifecycle',
   'cosi.resource.State': 'cosiState',
 };
+
+/**
+ * What connect() came to: a ready channel (`reused` when its connection was up before, maybe
+ * from an earlier use, so a node that rebooted since may no longer know it), or why the dial failed.
+ */
+export type TalosConnection = { reused: boolean; failure?: undefined } | { failure: TalosApiError; reused?: undefined };
 
 export class TalosApiClient {
   /** `host:port` of the node, IPv6 bracketed; named in every error. */
@@ -277,18 +283,23 @@ export class TalosApiClient {
   }
 
   /**
-   * Dials the node (if the channel is idle) and resolves once the channel is ready, or once the
-   * attempt failed outright: the next call then fails at once with the reason (refused, TLS...).
-   * Rejects with a `deadline` error when no connection is up within the deadline, e.g. a node that
-   * accepts TCP but never completes the handshake. Lets a caller wait for many nodes' connections
-   * at once and spend its call concurrency only on nodes that answer.
+   * Dials the node (if the channel is idle) and resolves once the channel is ready (`reused` when
+   * it was up before this call), or once the attempt failed outright, with that failure as this
+   * node's `connect` error (refused, TLS...): a caller that skips the node then dials it no more.
+   * Calls made right after a failure also fail at once with it, for a moment only (a later call
+   * dials again). Rejects with a `deadline` error when no connection is up within the deadline,
+   * e.g. a node that accepts TCP but never completes the handshake, and with `canceled` on the
+   * signal. Lets a caller wait for many nodes' connections at once and spend its call concurrency
+   * only on nodes that answer.
    */
-  async connect(opts?: CallOptions): Promise<void> {
+  async connect(opts?: CallOptions): Promise<TalosConnection> {
+    let connection: Connection;
     try {
-      await this.channel.connect(opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS, opts?.signal);
+      connection = await this.channel.connect(opts?.deadlineMs ?? DEFAULT_UNARY_DEADLINE_MS, opts?.signal);
     } catch (err) {
       throw this.failed('connect', err);
     }
+    return connection.failure ? { failure: this.callError('connect', connection.failure) } : { reused: connection.reused };
   }
 
   close(): void {
@@ -301,7 +312,10 @@ export class TalosApiClient {
 
   /** A classified failure becomes this node's TalosApiError; anything else (a callback's throw) passes as it is. */
   private failed(method: string, err: unknown): unknown {
-    if (!(err instanceof CallFailure)) return err;
+    return err instanceof CallFailure ? this.callError(method, err) : err;
+  }
+
+  private callError(method: string, err: CallFailure): TalosApiError {
     const status = grpcStatusName(err.status);
     return this.error(method, err.code, status, sanitizeDetail(err.detail) || status);
   }

@@ -49,6 +49,12 @@ export interface Invocation {
   onMessage: (message: Buffer) => void;
 }
 
+/**
+ * What connect() came to: a connection, `reused` when it was up before connect() was called (so
+ * it may be one the node no longer knows, after a reboot without a word), or the dial's failure.
+ */
+export type Connection = { reused: boolean; failure?: undefined } | { failure: CallFailure; reused?: undefined };
+
 interface Live {
   session: http2.ClientHttp2Session;
   calls: number;
@@ -68,16 +74,27 @@ export class NodeChannel {
   constructor(private readonly opts: NodeChannelOptions) {}
 
   /**
-   * Resolves once a connection is up, or once the attempt failed outright (a later call then fails
-   * at once with its reason); rejects when the deadline passes first.
+   * Resolves once a connection is up, or once the attempt failed outright, with that failure (a
+   * call made right after fails at once with it); rejects when the deadline or the signal ends the
+   * wait first.
    */
-  connect(deadlineMs: number, signal?: AbortSignal): Promise<void> {
-    return this.bounded(deadlineMs, signal, 'connecting', `no connection within the ${deadlineMs} ms deadline`, (settle) => {
+  async connect(deadlineMs: number, signal?: AbortSignal): Promise<Connection> {
+    const before = this.live;
+    let outcome: Connection | undefined;
+    await this.bounded(deadlineMs, signal, 'connecting', `no connection within the ${deadlineMs} ms deadline`, (settle) => {
       this.ready().then(
-        () => settle(),
-        (err: unknown) => settle(err instanceof CallFailure && err.code === 'canceled' ? err : undefined),
+        (live) => {
+          outcome = { reused: live === before };
+          settle();
+        },
+        (err: unknown) => {
+          if (!(err instanceof CallFailure) || err.code === 'canceled') return settle(err as Error);
+          outcome = { failure: err };
+          settle();
+        },
       );
     });
+    return outcome!;
   }
 
   /** Runs one call; resolves when the node ends it with status OK. */

@@ -14,6 +14,7 @@ import { createLimiter, type Limiter } from './limit.ts';
 import { applyRetention, type RetentionResult } from './retention.ts';
 import { previousCpuOf, storePassOutcomes, type ClusterOutcome, type MachineOutcome, type SkippedMachine } from './store.ts';
 import { callError, readNode, type NodeRead } from './talos-read.ts';
+import type { TalosApiClient } from '../../../lib/talos/api/index.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { CallError, Failed, HealthState, MachineInput, TalosCpuStat } from '../../../functions/collect/types.ts';
 
@@ -104,31 +105,49 @@ const DIALS_PER_READ = 4;
 const MINTS_AT_ONCE = 4;
 
 // Dials first (its own limit), then reads with a read slot: a node that never connects costs its
-// deadline in parallel with everything else, not a read slot. A connected node's read waits until
-// every dial of the pass has started: the pass cannot end before the last dead node's deadline,
-// which runs from its dial, so reads interleaved with the dials of a cold pass (handshakes, all
-// CPU) pushed that start, and the end, later; read after the dials, they overlap those deadlines.
-// A read's own deadlines run from its calls, so the wait costs it nothing. The channel stays open for the next
-// pass unless the read failed: a node that did not answer (or refused us) is dialled afresh next
-// time rather than left reconnecting in the background.
+// deadline in parallel with everything else, not a read slot, and a node whose dial failed is
+// recorded with that failure, not read (the read would dial it again, in a read slot). A connected
+// node's read waits until every dial of the pass has started: the pass cannot end before the last
+// dead node's deadline, which runs from its dial, so reads interleaved with the dials of a cold
+// pass (handshakes, all CPU) pushed that start, and the end, later; read after the dials, they
+// overlap those deadlines. A read's own deadlines run from its calls, so the wait costs it nothing.
+// The channel stays open for the next pass unless the read failed: a node that did not answer (or
+// refused us) is dialled afresh next time rather than left reconnecting in the background.
 async function readTarget(access: CollectAccess, address: string, m: MachineRow, limits: PassLimits, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<NodeRead> {
   let read: NodeRead;
   try {
-    // Handed to the dial limiter at once (not after an await), so a cluster's dials are queued
-    // by the time it tells the pass so (collectCluster).
-    const client = await limits.dial(async () => {
-      const c = await access.talosClient(address);
-      await c.connect(opts);
-      return c;
-    });
+    const first = await dialTarget(access, address, limits, opts);
     await limits.dialsStarted();
-    read = await limits.read(() => readNode(client, m.role, opts));
+    read = await limits.read(() => readNode(first.client, m.role, opts));
+    if (first.reused && lostConnection(read)) {
+      // A node that rebooted without closing its connections (power cut, watchdog reset) resets
+      // the one kept from an earlier pass; a fresh dial may well reach it. Collect reads are
+      // idempotent; once, so a node really down is reported with the fresh dial's reason.
+      await access.discard(address);
+      const fresh = await dialTarget(access, address, limits, opts);
+      read = await limits.read(() => readNode(fresh.client, m.role, opts));
+    }
   } catch (err) {
     read = { talos: { error: callError(err) }, hostname: null, partialError: null };
   }
   if (isFailed(read.talos)) await access.discard(address).catch(() => {});
   return read;
 }
+
+/** The node's pooled client, connected; throws the dial's failure. */
+function dialTarget(access: CollectAccess, address: string, limits: PassLimits, opts: { deadlineMs: number; signal?: AbortSignal }): Promise<{ client: TalosApiClient; reused: boolean }> {
+  // Handed to the dial limiter at once (not after an await), so a cluster's dials are queued
+  // by the time it tells the pass so (collectCluster).
+  return limits.dial(async () => {
+    const client = await access.talosClient(address);
+    const connection = await client.connect(opts);
+    if (connection.failure) throw connection.failure;
+    return { client, reused: connection.reused };
+  });
+}
+
+/** The read failed because its connection went away under it (reset, hang-up), not for the node's answer or silence. */
+const lostConnection = (read: NodeRead): boolean => isFailed(read.talos) && read.talos.error.code === 'connection-lost';
 
 /** `dialsQueued` is called once every dial of the cluster is queued (or there is none). */
 async function collectCluster(
