@@ -1,7 +1,7 @@
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../db/client.ts';
-import { machines } from '../db/schema/index.ts';
+import { machines, meshClusters, meshHub, meshPeers } from '../db/schema/index.ts';
 import { isWireguardKey, generateKeyPair, publicKeyOf } from '../lib/mesh/keys.ts';
 import { parseWgDump, renderHubConfig } from '../lib/mesh/hub-config.ts';
 import { affectedMachines, allocatePeer, ensureHub, markDelivered, peerAddresses, setClusterMesh } from '../lib/mesh/store.ts';
@@ -167,6 +167,42 @@ describe('allocation', () => {
     ]);
     const other = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: '10.77.0.0/16' } });
     expect(other.status).toBe(409);
+  });
+});
+
+describe('the shared hub\'s prefixes', () => {
+  it('only an admin sets them, and a prefix too small for the cluster is refused before anything is written', async () => {
+    const h = await createHarness();
+    try {
+      const { tenantId, clusterId } = await seedCluster(h);
+      for (let i = 0; i < 3; i++) {
+        await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { name: `m${i}`, role: 'worker', provider: 'metal', address: `192.0.2.${10 + i}` } });
+      }
+      const token = (await h.call('POST', `/v1/tenants/${tenantId}/tokens`, { body: { name: 'ops' } })).body.token as string;
+      const asTenant = await h.app.request(`/v1/clusters/${clusterId}/mesh`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ endpoint: '203.0.113.7:51820', ipv4Prefix: '192.168.1.0/24' }),
+      });
+      expect(asTenant.status).toBe(403);
+      const nothing = async () => ({
+        hub: await h.deps.db.select().from(meshHub).all(),
+        clusters: await h.deps.db.select().from(meshClusters).all(),
+        peers: await h.deps.db.select().from(meshPeers).all(),
+      });
+      expect(await nothing()).toEqual({ hub: [], clusters: [], peers: [] });
+      // A /30 holds the hub and one node: three machines do not fit.
+      const small = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: '192.168.1.0/30' } });
+      expect(small.status).toBe(409);
+      expect(small.body.error.code).toBe('mesh_exhausted');
+      expect(small.body.error.message).toMatch(/room for 1 more node\(s\); this cluster needs 3/);
+      expect(await nothing()).toEqual({ hub: [], clusters: [], peers: [] });
+      const fits = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: '192.168.1.0/29' } });
+      expect(fits.status).toBe(200);
+      expect(fits.body.peers.map((p: { ipv4: string }) => p.ipv4)).toEqual(['192.168.1.2', '192.168.1.3', '192.168.1.4']);
+    } finally {
+      await h.close();
+    }
   });
 });
 

@@ -6,12 +6,12 @@ import { requireScope } from '../auth.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import type { HubStatus } from '../../lib/mesh/hub-driver-types.ts';
-import { InvalidPrefixError, parseEndpointLiteral, parsePrefix } from '../../lib/mesh/prefixes.ts';
+import { DEFAULT_IPV4_PREFIX, InvalidPrefixError, parseEndpointLiteral, parsePrefix } from '../../lib/mesh/prefixes.ts';
 import { loadStun, stunAdvice } from '../../lib/mesh/stun-state.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { enqueueRepush, meshRepushJob } from './job.ts';
 import {
-  affectedMachines, allocatePeer, ensureHub, listPeers, loadClusterMesh, loadHub, MeshConflictError, MeshExhaustedError, nodeEndpoint, peerAddresses,
+  affectedMachines, allocatePeer, ensureHub, ensureRoom, listPeers, loadClusterMesh, loadHub, MeshConflictError, MeshExhaustedError, nodeEndpoint, peerAddresses,
   setClusterMesh, disableClusterMesh,
 } from '../../lib/mesh/store.ts';
 import { parseIp, formatIp } from '../../lib/talos/net.ts';
@@ -128,13 +128,19 @@ export function meshRoutes() {
     if (fromStun && !deps.settings.meshStunServers?.length) {
       throw new ApiError(400, 'stun_off', 'endpoint "stun" needs STUN servers: set REZUS_MESH_STUN_SERVERS=host:port,host:port on the runner');
     }
+    // The one hub serves every tenant, and its prefixes become addresses on the runner's host.
+    if ((body.ipv4Prefix !== undefined || body.ipv6Prefix !== undefined) && !c.var.principal.admin) {
+      throw new ApiError(403, 'forbidden', "the hub's prefixes are addresses on the runner's host, shared by every tenant: only an admin token sets them");
+    }
     const before = await loadClusterMesh(deps.db, cluster.id);
     let after;
     try {
+      const rows = await deps.db.select({ id: machines.id }).from(machines).where(eq(machines.clusterId, cluster.id)).orderBy(machines.name).all();
+      const stored = await loadHub(deps.db);
+      await ensureRoom(deps.db, stored ?? { v4: parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX), ...(body.ipv6Prefix ? { v6: parsePrefix(body.ipv6Prefix) } : {}) }, rows.map((m) => m.id));
       const hub = await ensureHub(deps, { ipv4Prefix: body.ipv4Prefix, ipv6Prefix: body.ipv6Prefix });
       const endpoint = fromStun ? ((await loadStun(deps.db))?.endpoint ?? null) : (body.endpoint ?? null);
       after = await setClusterMesh(deps, cluster.id, { endpoint, endpointSource: fromStun ? 'stun' : 'configured', relay: body.relay ?? null });
-      const rows = await deps.db.select({ id: machines.id }).from(machines).where(eq(machines.clusterId, cluster.id)).orderBy(machines.name).all();
       for (const m of rows) await allocatePeer(deps, hub, cluster.id, m.id);
     } catch (err) {
       if (err instanceof MeshConflictError) throw new ApiError(409, 'mesh_conflict', err.message);

@@ -133,6 +133,21 @@ function isUniqueViolation(err: unknown): boolean {
 const MAX_ATTEMPTS = 50;
 
 /**
+ * Throws MeshExhaustedError, before anything is written, when the hub's prefixes (the stored hub's,
+ * or those it would be created with) cannot give every machine of `machineIds` without an
+ * address one: a PUT that ran out half-way would leave some peers allocated and answer 409.
+ */
+export async function ensureRoom(db: Db, hub: { v4: Prefix; v6?: Prefix }, machineIds: string[]): Promise<void> {
+  const taken = await db.select({ machineId: meshPeers.machineId }).from(meshPeers).all();
+  const has = new Set(taken.map((p) => p.machineId));
+  const wanted = machineIds.filter((id) => !has.has(id)).length;
+  const room = maxIndex(hub.v6 ? [hub.v4, hub.v6] : [hub.v4]) - FIRST_NODE_INDEX + 1 - taken.length;
+  if (wanted > room) {
+    throw new MeshExhaustedError(`${hub.v4.text}${hub.v6 ? ` / ${hub.v6.text}` : ''} has room for ${Math.max(0, room)} more node(s); this cluster needs ${wanted}`);
+  }
+}
+
+/**
  * The machine's mesh row, allocating the lowest free host index if it has none. The index is picked
  * inside the INSERT itself, so one database serialises racing allocations; the unique index is the
  * backstop (e.g. a replica that answers a stale read) and a lost race simply tries again.
