@@ -16,8 +16,8 @@ import { opsRoutes } from './ops/routes.ts';
 const STATUS_OF = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unavailable: 503 } as const satisfies Record<ProblemKind, number>;
 
 export interface AppOptions {
-  /** Failed-authentication limit per client; the client is the dashboard's remote address source. */
-  authLimit?: Omit<AuthLimitOptions, 'remoteAddress'>;
+  /** Failed-authentication limit per client; the client is the dashboard's remote address source unless it names its own. */
+  authLimit?: AuthLimitOptions;
   dashboard?: DashboardOptions;
 }
 
@@ -78,7 +78,7 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
     await next();
   });
   app.use(countRequests);
-  app.use(authFailureLimit({ ...opts.authLimit, remoteAddress: opts.dashboard?.remoteAddress }));
+  app.use(authFailureLimit({ ...opts.authLimit, remoteAddress: opts.authLimit?.remoteAddress ?? opts.dashboard?.remoteAddress }));
 
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json(errorBody(err), err.status);

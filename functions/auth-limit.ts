@@ -9,6 +9,8 @@ export interface AuthLimitOptions {
   windowMs?: number;
   /** The peer address; without one every client shares one bucket (still bounded, never open). */
   remoteAddress?: RemoteAddressSource;
+  /** The counts, when they must outlive the app (the edge builds an app per request). */
+  limiter?: FailureLimiter;
 }
 
 const DEFAULTS = { maxFailures: 20, windowMs: 60_000 };
@@ -50,6 +52,9 @@ export class FailureLimiter {
   }
 }
 
+export const failureLimiter = (opts: Pick<AuthLimitOptions, 'maxFailures' | 'windowMs'> = {}): FailureLimiter =>
+  new FailureLimiter(opts.maxFailures ?? DEFAULTS.maxFailures, opts.windowMs ?? DEFAULTS.windowMs);
+
 /** A request that tries to authenticate: a credential header, a dashboard login, a webhook. */
 function isAttempt(c: Context): boolean {
   if (c.req.header('authorization') !== undefined) return true;
@@ -58,7 +63,7 @@ function isAttempt(c: Context): boolean {
 }
 
 export function authFailureLimit(opts: AuthLimitOptions = {}) {
-  const limiter = new FailureLimiter(opts.maxFailures ?? DEFAULTS.maxFailures, opts.windowMs ?? DEFAULTS.windowMs);
+  const limiter = opts.limiter ?? failureLimiter(opts);
   const addressOf = opts.remoteAddress ?? (() => undefined);
   return createMiddleware<AppEnv>(async (c, next) => {
     if (!isAttempt(c)) return next();

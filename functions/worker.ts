@@ -3,16 +3,24 @@
 // runner, sharing the database, claims and executes it.
 import { Hono, type ExecutionContext } from 'hono';
 import { createApp } from './app.ts';
+import { failureLimiter } from './auth-limit.ts';
+import type { RemoteAddressSource } from './dashboard/ingress.ts';
 import { scheduledCollect } from './collect/job.ts';
 import { edgeDeps, type EdgeEnv } from './edge/deps.ts';
 import { refuseHomeOnly } from './edge/routes.ts';
+
+// Failed authentications are counted per isolate, which Workers reuse across requests (not across
+// isolates or locations: a floor, not a global limit), keyed on the client address Cloudflare's
+// edge sets; an app built per request would start every count at zero.
+const authFailures = failureLimiter();
+const clientAddress: RemoteAddressSource = (c) => c.req.header('cf-connecting-ip');
 
 // Deps (and so the database client) are built per request: Workers forbid I/O objects created in
 // one request from being used in another, and the HTTP client holds nothing worth keeping.
 function edgeApp(env: EdgeEnv) {
   const app = new Hono();
   app.use(refuseHomeOnly);
-  app.route('/', createApp(edgeDeps(env)));
+  app.route('/', createApp(edgeDeps(env), { authLimit: { limiter: authFailures, remoteAddress: clientAddress } }));
   return app;
 }
 

@@ -198,4 +198,14 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
     expect(run.startedAt, 'home claimed the pass').not.toBeNull();
     expect(run.attempt).toBe(1);
   }, 60_000);
+
+  it('limits failed authentications per client address across requests, as home does', async () => {
+    const guess = (ip: string) => edge('GET', `/v1/clusters/${cluster}`, { token: 'rz_not-a-token', headers: { 'cf-connecting-ip': ip } });
+    const answers = [];
+    for (let i = 0; i < 22; i++) answers.push((await guess('198.51.100.77')).status);
+    expect(answers.slice(0, 20).every((s) => s === 401)).toBe(true);
+    expect(answers.slice(20)).toEqual([429, 429]);
+    // Another client is not held back by it.
+    expect((await guess('198.51.100.78')).status).toBe(401);
+  });
 });
