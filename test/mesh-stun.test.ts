@@ -50,3 +50,23 @@ describe('STUN against coturn', () => {
     expect(() => parseStunServers('nohost')).toThrow(/host:port/);
   });
 });
+
+describe('STUN with the uplink down', () => {
+  // In a network namespace of its own (no interface up, so no name resolves and nothing leaves),
+  // as a home whose internet is out: the check reports it and the process lives on.
+  const probe = `import('${new URL('../lib/mesh/stun.ts', import.meta.url).pathname}').then(async ({ detectNat }) => {
+    const r = await detectNat([{ host: 'stun.example.invalid', port: 3478 }, { host: 'stun2.example.invalid', port: 3478 }], { timeoutMs: 1500 });
+    console.log(JSON.stringify(r));
+  })`;
+  const isRoot = process.getuid?.() === 0;
+
+  it.skipIf(!isRoot)('reports names that do not resolve as the servers\' errors instead of crashing', async () => {
+    const { execa } = await import('execa');
+    const run = await execa('unshare', ['-n', process.execPath, '--import', 'tsx', '-e', probe], { reject: false, timeout: 30_000 });
+    expect(run.stderr).not.toMatch(/Unhandled 'error' event/);
+    expect(run.exitCode).toBe(0);
+    const report = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { mapping: string; observed: Array<{ error?: string }> };
+    expect(report.mapping).toBe('unknown');
+    expect(report.observed.map((o) => o.error)).toEqual([expect.stringMatching(/^cannot send to STUN server stun\.example\.invalid:3478: getaddrinfo/), expect.stringMatching(/stun2/)]);
+  });
+});

@@ -100,7 +100,12 @@ export async function stunBinding(socket: Socket, server: StunServer, timeoutMs 
       }
     };
     const send = () => {
-      socket.send(request, server.port, server.host);
+      // With a callback a failed send (a name that does not resolve while the uplink is down) is
+      // this transaction's failure; without one it is an 'error' event nobody listens for, which
+      // ends the process.
+      socket.send(request, server.port, server.host, (err) => {
+        if (err) done(() => reject(new StunError(`cannot send to STUN server ${server.host}:${server.port}: ${err.message}`)));
+      });
       rto *= 2;
       if (Date.now() - started + rto < timeoutMs) timer = setTimeout(send, rto);
     };
