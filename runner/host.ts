@@ -84,6 +84,8 @@ export async function startHost(
       retentionRawS: config.retentionRawS,
       keepAliveMs: 15_000,
       followPollMs: 500,
+      // A cancel gives tofu this whole grace after its SIGINT; a shutdown gives it only what is left
+      // of the same budget (the worker's RunAbort carries it), so the two never add up.
       tofu: { bin: config.tofuBin, pathEnv: process.env.PATH ?? '', selfUrl: '', cancelGraceMs: config.shutdownGraceS * 1000, lockTimeout: '30s' },
       trustIngress: config.trustIngress,
       stateKeepVersions: config.stateKeepVersions,
@@ -165,7 +167,9 @@ export async function startHost(
         metrics.stop();
         // The listener is also tofu's state backend: it keeps serving until every run (and so
         // every tofu child) has ended, or tofu's final state upload would fail and its
-        // resources would be missing from the stored state.
+        // resources would be missing from the stored state. REZUS_SHUTDOWN_GRACE_S is that whole
+        // wait, not a wait before tofu's grace: a supervisor SIGKILLs after the time it was told
+        // (the add-on's 60 s for at most 50), and tofu must have written its state by then.
         await worker.stop(config.shutdownGraceS * 1000);
         await meshHub.stop().catch((err: unknown) => log.error('mesh hub not stopped', { error: String(err) }));
         const closed = new Promise<void>((r) => server.close(() => r()));

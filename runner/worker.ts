@@ -6,8 +6,11 @@ import { createEventWriter } from './event-writer.ts';
 
 export interface Worker {
   start(): void;
-  /** Stops claiming, lets runs finish for graceMs, then aborts the rest; they end `interrupted`. */
-  stop(graceMs: number): Promise<void>;
+  /**
+   * Stops claiming and ends the runs within budgetMs: they may finish for its first half, then the
+   * rest are aborted with the time left as their bound to stop; they end `interrupted`.
+   */
+  stop(budgetMs: number): Promise<void>;
   readonly active: number;
 }
 
@@ -146,15 +149,20 @@ export function createWorker(opts: {
     start() {
       loop ??= run();
     },
-    async stop(graceMs) {
+    async stop(budgetMs) {
+      // One budget for the whole stop: a run that only gets its grace after the wait (tofu's SIGINT
+      // window) would otherwise double it, past the point where a supervisor sends SIGKILL.
+      const deadline = performance.now() + budgetMs;
       stopping = true;
       wake?.();
       await loop;
       offWake();
       const all = () => Promise.all([...active.values()].map((a) => a.done));
-      const timedOut = await Promise.race([all().then(() => false), sleep(graceMs).then(() => true)]);
+      const finishMs = Math.max(0, deadline - budgetMs / 2 - performance.now());
+      const timedOut = await Promise.race([all().then(() => false), sleep(finishMs).then(() => true)]);
       if (timedOut) {
-        for (const a of active.values()) a.controller.abort(new Abort('shutdown'));
+        const left = Math.max(0, Math.round(deadline - performance.now()));
+        for (const a of active.values()) a.controller.abort(new Abort('shutdown', left));
         await all();
       }
       offCancel();

@@ -1,7 +1,8 @@
 // Real runner processes, real terraform on modules/local: what an operator (SIGTERM, a paused
 // VM, a second runner on the same data dir) or a user (cancel) does to a run in flight, and
 // what must survive it. Outcomes only: run states, stored state versions, files on disk.
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,6 +12,8 @@ import { httpCaller, type Json } from './support/api-caller.ts';
 const TOKEN = 'nothing-lost-admin-token-0123456789abcdef';
 let dataDir: string | undefined;
 let pids: number[] = [];
+/** Fake tofu processes, killed after each test whatever became of their runner. */
+const tofuPids: number[] = [];
 
 afterEach(async () => {
   for (const pid of pids) {
@@ -23,6 +26,13 @@ afterEach(async () => {
     }
   }
   pids = [];
+  for (const pid of tofuPids.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
   dataDir = undefined;
 });
@@ -82,9 +92,83 @@ async function filesNamed(dir: string, name: string): Promise<string[]> {
   return found;
 }
 
+/**
+ * A stand-in for tofu that takes its time to stop: its apply notes the SIGINT and goes on until
+ * SIGKILL, and writes its pid where the test can find it. Enough of version and init for a run.
+ */
+async function slowToStopTofu(dir: string) {
+  const file = join(dir, 'fake-tofu');
+  const line = (type: string, extra = '') => `{"@level":"info","@message":"${type}","type":"${type}"${extra}}`;
+  await writeFile(
+    file,
+    `#!/bin/sh
+case "$1" in
+  version) echo '{"terraform_version":"1.11.0","platform":"linux_amd64","provider_selections":{},"terraform_outdated":false}' ;;
+  init) mkdir -p .terraform ;;
+  apply)
+    echo $$ > ${join(dir, 'tofu.pid')}
+    trap 'touch ${join(dir, 'sigint')}' INT
+    echo '${line('version', ',"terraform":"1.11.0","ui":"1.2"')}'
+    echo '${line('apply_start')}'
+    while true; do sleep 0.05; done ;;
+esac
+`,
+  );
+  await chmod(file, 0o755);
+  return { file, pid: async () => Number((await readFile(join(dir, 'tofu.pid'), 'utf8')).trim()), sigintAt: async () => (await stat(join(dir, 'sigint'))).mtimeMs };
+}
+
+/** A process that exited counts as gone even while nobody has reaped it yet (a zombie). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
+
 describe('nothing lost', { timeout: 90_000 }, () => {
+  it('SIGTERM with a tofu slow to stop: tofu gets SIGINT halfway through REZUS_SHUTDOWN_GRACE_S, the runner is gone by its end', async () => {
+    const env = await setup({ REZUS_SHUTDOWN_GRACE_S: '4', REZUS_LEASE_S: '5' });
+    const tofu = await slowToStopTofu(dataDir!);
+    const r = await runner({ ...env, REZUS_TOFU_BIN: tofu.file });
+    const { clusterId } = await localCluster(r.url, 0);
+    const run = (await api(r.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
+    await applyStarted(r.url, run.id);
+    tofuPids.push(await tofu.pid());
+
+    const sigterm = Date.now();
+    r.child.kill('SIGTERM');
+    await r.child;
+    const exitedAfter = Date.now() - sigterm;
+    const sigintAfter = (await tofu.sigintAt()) - sigterm;
+    // Runs had the first half to finish; tofu had the rest to write its state, not a budget more.
+    expect(sigintAfter).toBeGreaterThan(1_500);
+    expect(sigintAfter).toBeLessThan(3_500);
+    expect(exitedAfter).toBeLessThan(6_000);
+    const second = await runner(env);
+    expect((await api(second.url, 'GET', `/v1/runs/${run.id}`)).body.state).toBe('interrupted');
+  });
+
+  it('a runner killed with its process group takes its tofu along, though tofu runs in a group of its own', async () => {
+    const env = await setup({ REZUS_LEASE_S: '5' });
+    const tofu = await slowToStopTofu(dataDir!);
+    const r = await runner({ ...env, REZUS_TOFU_BIN: tofu.file });
+    const { clusterId } = await localCluster(r.url, 0);
+    const run = (await api(r.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
+    await applyStarted(r.url, run.id);
+    const pid = await tofu.pid();
+    tofuPids.push(pid);
+
+    process.kill(-r.child.pid!, 'SIGKILL');
+    await r.child;
+    await until(async () => (alive(pid) ? undefined : true), 'tofu to be gone', 10_000);
+  });
+
   it('SIGTERM during an apply: the backend serves until tofu exits, the run ends interrupted, its state is stored, files are owner-only', async () => {
-    const env = await setup({ REZUS_SHUTDOWN_GRACE_S: '1', REZUS_LEASE_S: '5' });
+    // 2 s: runs may finish for one, tofu has the other after its SIGINT to write its state.
+    const env = await setup({ REZUS_SHUTDOWN_GRACE_S: '2', REZUS_LEASE_S: '5' });
     const first = await runner(env);
     const { tenantId, clusterId } = await localCluster(first.url, 60);
     const run = (await api(first.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;

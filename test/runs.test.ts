@@ -4,7 +4,7 @@ import type { Deps } from '../functions/context.ts';
 import { backupJob } from '../functions/backup/job.ts';
 import { backupExecutor } from '../runner/jobs/backup/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
-import type { ExecutorRegistry } from '../lib/jobs/executor.ts';
+import { RunAbort, type ExecutorRegistry } from '../lib/jobs/executor.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { untilAborted, waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
 
@@ -191,6 +191,34 @@ describe('runs API', () => {
     const l = await h.deps.jobs.get(long.id);
     expect(l).toMatchObject({ state: 'interrupted', error: 'runner shut down' });
     worker = undefined;
+  });
+
+  it('shutdown is one budget: runs may finish for its first half, then are stopped with the rest as their bound', async () => {
+    let stopAsked = 0;
+    let abortedAfter = -1;
+    let reason: unknown;
+    const w = startWorker({
+      long: async ({ signal }) => {
+        await untilAborted(signal);
+        abortedAfter = performance.now() - stopAsked;
+        reason = signal.reason;
+        throw signal.reason;
+      },
+    });
+    const long = await h.deps.jobs.enqueue({ kind: 'long', exclusive: false });
+    await waitForRun(h, long.id, ['running']);
+    stopAsked = performance.now();
+    await w.stop(2_000);
+    worker = undefined;
+    expect(abortedAfter).toBeGreaterThanOrEqual(900);
+    expect(abortedAfter).toBeLessThan(1_800);
+    expect(reason).toBeInstanceOf(RunAbort);
+    const { reason: why, stopWithinMs } = reason as RunAbort;
+    expect(why).toBe('shutdown');
+    expect(stopWithinMs).toBeGreaterThan(0);
+    // The bound ends where the budget does, not a full budget later.
+    expect(abortedAfter + stopWithinMs!).toBeLessThanOrEqual(2_050);
+    expect((await h.deps.jobs.get(long.id))?.state).toBe('interrupted');
   });
 
   it('rejects bad query parameters with 400', async () => {

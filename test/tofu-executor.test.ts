@@ -1,8 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RunAbort } from '../lib/jobs/executor.ts';
 import { runTofu } from '../lib/tofu/executor.ts';
 import type { TofuMessage } from '../lib/tofu/messages.ts';
 import { UnsupportedUiVersionError } from '../lib/tofu/messages.ts';
@@ -26,6 +27,34 @@ async function fakeTofu(name: string, body: string): Promise<string> {
   await writeFile(file, `#!/bin/sh\n${body}\n`);
   await chmod(file, 0o755);
   return file;
+}
+
+/** A process that exited counts as gone even while nobody has reaped it yet (a zombie). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
+
+/** Children a test left behind when it failed must not outlive it. */
+const strays: number[] = [];
+afterEach(() => {
+  for (const pid of strays.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+});
+
+async function pidIn(file: string): Promise<number> {
+  const pid = Number((await readFile(file, 'utf8')).trim());
+  strays.push(pid);
+  return pid;
 }
 
 describe('runTofu', () => {
@@ -114,6 +143,83 @@ describe('runTofu', () => {
     const r = await runTofu({ binary: bin, subcommand: 'plan', cwd: dir, dataDir: dir, pathEnv: PATH, signal: AbortSignal.abort() });
     expect(r.canceled).toBe(true);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it('stops tofu when the abort lands while the data dir is being prepared', async () => {
+    const finished = path.join(dir, 'finished-late-abort');
+    const bin = await fakeTofu('late-abort', `sleep 3\ntouch ${finished}`);
+    const ac = new AbortController();
+    const run = runTofu({ binary: bin, subcommand: 'plan', cwd: dir, dataDir: path.join(dir, 'fresh-data'), pathEnv: PATH, signal: ac.signal, graceMs: 300 });
+    // runTofu is now awaiting its data dir: the abort comes before tofu is spawned.
+    ac.abort();
+    const r = await run;
+    expect(r.canceled).toBe(true);
+    expect(existsSync(finished)).toBe(false);
+  });
+
+  it("a shutdown's bound cuts the grace short; the SIGKILL comes long before the full grace", async () => {
+    const bin = await fakeTofu('stubborn-shutdown', `trap '' INT\necho '${msg('apply_start')}'\nwhile true; do sleep 0.05; done`);
+    const ac = new AbortController();
+    const started = performance.now();
+    const r = await runTofu({
+      binary: bin,
+      subcommand: 'apply',
+      cwd: dir,
+      dataDir: dir,
+      pathEnv: PATH,
+      signal: ac.signal,
+      graceMs: 8_000,
+      onMessage: (m) => m.type === 'apply_start' && ac.abort(new RunAbort('shutdown', 300)),
+    });
+    expect(r).toMatchObject({ canceled: true, forceKilled: true });
+    expect(performance.now() - started).toBeLessThan(4_000);
+  });
+
+  it('sends SIGINT to the children of tofu too, as Ctrl-C in a terminal does', async () => {
+    const interrupted = path.join(dir, 'child-interrupted');
+    const pidFile = path.join(dir, 'interrupted-child.pid');
+    // The child runs in the foreground, so its shell does not ignore SIGINT for it.
+    const bin = await fakeTofu(
+      'parent-int',
+      `trap 'true' INT\necho '${msg('apply_start')}'\nsh -c 'echo $$ > ${pidFile}; trap "touch ${interrupted}; exit 0" INT; while true; do sleep 0.05; done' >/dev/null 2>&1`,
+    );
+    const ac = new AbortController();
+    const r = await runTofu({
+      binary: bin,
+      subcommand: 'apply',
+      cwd: dir,
+      dataDir: dir,
+      pathEnv: PATH,
+      signal: ac.signal,
+      graceMs: 2_000,
+      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
+    });
+    expect(r.canceled).toBe(true);
+    await pidIn(pidFile);
+    expect(existsSync(interrupted)).toBe(true);
+  });
+
+  it("SIGKILL takes tofu's children along: none is left orphaned", async () => {
+    const pidFile = path.join(dir, 'orphan.pid');
+    // A child that ignores SIGINT and SIGTERM, as a local-exec command or a plugin may.
+    const bin = await fakeTofu(
+      'parent-kill',
+      `trap '' INT\n(trap '' INT TERM; exec sleep 60) >/dev/null 2>&1 &\necho $! > ${pidFile}\necho '${msg('apply_start')}'\nwhile true; do sleep 0.05; done`,
+    );
+    const ac = new AbortController();
+    const r = await runTofu({
+      binary: bin,
+      subcommand: 'apply',
+      cwd: dir,
+      dataDir: dir,
+      pathEnv: PATH,
+      signal: ac.signal,
+      graceMs: 300,
+      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
+    });
+    expect(r.forceKilled).toBe(true);
+    const child = await pidIn(pidFile);
+    await expect.poll(() => alive(child), { timeout: 5_000 }).toBe(false);
   });
 
   it('stops a stream that announces an unsupported UI version', async () => {

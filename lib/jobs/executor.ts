@@ -40,7 +40,15 @@ export type StopReason = 'cancel' | 'shutdown' | 'lease-lost';
 
 /** The reason a worker aborts a run's signal with, so an executor can tell a cancel from a shutdown. */
 export class RunAbort extends Error {
-  constructor(readonly reason: StopReason) {
+  constructor(
+    readonly reason: StopReason,
+    /**
+     * How long the run has left to stop, when the aborter cannot wait longer (a shutdown, whose
+     * whole time is bounded). Code that gives a child a grace period reads it duck-typed from
+     * `signal.reason` and keeps within it; a cancel has none and waits the full grace.
+     */
+    readonly stopWithinMs?: number,
+  ) {
     super(reason === 'cancel' ? 'canceled' : reason === 'shutdown' ? 'runner shutting down' : 'lease lost');
   }
 }

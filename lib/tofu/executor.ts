@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -111,17 +112,64 @@ async function prepareDataDir(dataDir: string): Promise<void> {
   }
 }
 
+/**
+ * A bound on the stop that whoever aborted put in the reason: the runner's shutdown has a fixed
+ * budget (its RunAbort carries stopWithinMs). Read duck-typed so this module knows no runner.
+ */
+function stopBoundOf(reason: unknown): number | undefined {
+  const ms = (reason as { stopWithinMs?: unknown } | null | undefined)?.stopWithinMs;
+  return typeof ms === 'number' && ms >= 0 ? ms : undefined;
+}
+
+/** tofu leads a process group of its own; a signal to the group reaches its plugins and local-exec commands too. */
+function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // The whole group has exited already.
+  }
+}
+
+// A group of its own is out of reach of a kill aimed at the runner's group (a terminal closing, a
+// test or supervisor killing the group): without this, tofu and its children would outlive a
+// runner killed that way, and nothing would stop them. The guard is outside both groups; when
+// the runner dies, its end of the pipe closes, `read` fails and the guard kills tofu's group. A
+// line on the pipe (tofu has exited) dismisses it.
+const GUARD_SCRIPT = 'read -r _ || kill -s KILL -- "-$1"';
+
+function guardGroup(pid: number): { dismiss(): void } {
+  const guard = spawn('/bin/sh', ['-c', GUARD_SCRIPT, 'rezus-tofu-guard', String(pid)], {
+    detached: true,
+    env: {},
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  // Without /bin/sh tofu still runs, only unguarded, as it did before it had a group of its own.
+  guard.on('error', () => undefined);
+  guard.stdin?.on('error', () => undefined);
+  return { dismiss: () => guard.stdin?.end('\n') };
+}
+
+const notStarted = (): TofuExecResult => ({
+  exitCode: undefined,
+  canceled: true,
+  timedOut: false,
+  forceKilled: false,
+  stdout: '',
+  stderrTail: '',
+  textTail: '',
+});
+
 /** Runs one tofu command with an argument array and a minimal environment, streaming its UI messages. */
 export async function runTofu(opts: TofuExecOptions): Promise<TofuExecResult> {
   const spec = SUBCOMMANDS[opts.subcommand];
   const args = [opts.subcommand, ...spec.flags, ...(opts.args ?? [])];
   const graceMs = opts.graceMs ?? 60_000;
 
-  if (opts.signal?.aborted) {
-    return { exitCode: undefined, canceled: true, timedOut: false, forceKilled: false, stdout: '', stderrTail: '', textTail: '' };
-  }
-
   await ensureDataDir(opts.dataDir);
+  // Looked at after the await: an abort that lands while the data dir is prepared fires before
+  // the listener below exists, and tofu would run to its end.
+  if (opts.signal?.aborted) return notStarted();
   const child = execa(opts.binary, args, {
     cwd: opts.cwd,
     env: childEnv(opts),
@@ -131,28 +179,49 @@ export async function runTofu(opts: TofuExecOptions): Promise<TofuExecResult> {
     reject: false,
     // Cancellation is ours (SIGINT, grace, SIGKILL); execa must not add its own SIGTERM.
     forceKillAfterDelay: false,
+    // Its own process group, so that the SIGINT reaches tofu's plugins and local-exec commands as
+    // a terminal's Ctrl-C does, and the SIGKILL leaves none of them orphaned. stdio stays piped
+    // and the child referenced; guardGroup covers the runner dying first.
+    detached: true,
   });
+  const pid = child.pid;
+  const guard = pid === undefined ? undefined : guardGroup(pid);
 
   let canceled = false;
   let timedOut = false;
   let forceKilled = false;
   let protocolError: Error | undefined;
   let killTimer: NodeJS.Timeout | undefined;
+  let killAt = Number.POSITIVE_INFINITY;
+  let stopping = false;
   let exited = false;
 
-  const stop = (): void => {
-    if (exited || killTimer) return;
-    child.kill('SIGINT');
-    killTimer = setTimeout(() => {
-      if (!exited) {
-        forceKilled = true;
-        child.kill('SIGKILL');
-      }
-    }, graceMs);
+  // Once tofu has exited, whatever it left in its group (a command that ignored SIGINT) has
+  // nobody left to wait for: it goes at once.
+  child.once('exit', () => {
+    exited = true;
+    if (stopping) signalGroup(pid, 'SIGKILL');
+    guard?.dismiss();
+  });
+  const forceKill = (): void => {
+    if (exited) return;
+    forceKilled = true;
+    signalGroup(pid, 'SIGKILL');
+  };
+  /** SIGINT once, SIGKILL after withinMs; a tighter bound later (a shutdown during a timeout's stop) brings the SIGKILL forward. */
+  const stop = (withinMs = graceMs): void => {
+    if (exited) return signalGroup(pid, 'SIGKILL');
+    const at = performance.now() + withinMs;
+    if (at >= killAt) return;
+    if (!stopping) signalGroup(pid, 'SIGINT');
+    stopping = true;
+    killAt = at;
+    clearTimeout(killTimer);
+    killTimer = setTimeout(forceKill, withinMs);
   };
   const onAbort = (): void => {
     canceled = true;
-    stop();
+    stop(Math.min(graceMs, stopBoundOf(opts.signal?.reason) ?? graceMs));
   };
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   const deadline = opts.timeoutMs
