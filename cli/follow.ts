@@ -47,11 +47,28 @@ export async function followRun(api: ApiClient, runId: string, onEvent: (e: RunE
     const run = await api.json<Run>('GET', `/v1/runs/${runId}`);
     if (TERMINAL.includes(run.state)) {
       // Print what was missed before the end, then stop.
-      const rest = await api.json<{ events: RunEvent[] }>('GET', `/v1/runs/${runId}/events`, { query: { after: lastId } });
-      for (const e of rest.events) onEvent(e);
+      await readRest(api, runId, lastId, onEvent);
       return run;
     }
     await new Promise((r) => setTimeout(r, RECONNECT_DELAY_MS));
+  }
+}
+
+/** A page of `GET /v1/runs/:id/events` as JSON; `more` and `next` are missing from older servers. */
+interface EventsPage {
+  events: RunEvent[];
+  more?: boolean;
+  next?: number;
+}
+
+/** Hands on every stored event after `after`, page by page: one answer holds at most a page. */
+async function readRest(api: ApiClient, runId: string, after: number, onEvent: (e: RunEvent) => void): Promise<void> {
+  for (;;) {
+    const page = await api.json<EventsPage>('GET', `/v1/runs/${runId}/events`, { query: { after } });
+    for (const e of page.events) onEvent(e);
+    // An older server never says `more`; a cursor that did not move would loop forever.
+    if (!page.more || page.next === undefined || page.next <= after) return;
+    after = page.next;
   }
 }
 

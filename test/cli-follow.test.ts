@@ -63,3 +63,35 @@ describe('followRun', () => {
     expect(err).toMatchObject({ status: 404, code: 'not_found', message: 'run not found', exitCode: 3 });
   });
 });
+
+describe('followRun after the end', () => {
+  it('reads every page of the JSON log when the stream is gone and the run has ended', async () => {
+    const total = 2_503;
+    const afters: number[] = [];
+    const url = await serve((req, res) => {
+      const u = new URL(req.url!, 'http://x');
+      if (u.pathname === '/v1/runs/run_x/events' && req.headers.accept === 'text/event-stream') {
+        // A stream that closes at once without `end`: the follower falls back to the JSON log.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(': following run\n\n');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      if (u.pathname === '/v1/runs/run_x') {
+        res.end(JSON.stringify({ id: 'run_x', state: 'failed', error: 'boom' }));
+        return;
+      }
+      const after = Number(u.searchParams.get('after'));
+      afters.push(after);
+      const last = Math.min(after + 1000, total);
+      const events = Array.from({ length: last - after }, (_, i) => ({ seq: after + i + 1, at: 0, type: 'step', level: 'info', message: 'x' }));
+      res.end(JSON.stringify({ run: { id: 'run_x', state: 'failed' }, events, more: last < total, next: last }));
+    });
+
+    const seen: number[] = [];
+    const run = await followRun(new ApiClient(url, 't'), 'run_x', (e) => seen.push(e.seq));
+    expect(run.state).toBe('failed');
+    expect(afters).toEqual([0, 1000, 2000]);
+    expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  });
+});

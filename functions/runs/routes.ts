@@ -3,7 +3,8 @@ import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import { canSeeTenant, requireScope } from '../auth.ts';
 import { notFound } from '../../lib/http/errors.ts';
-import { readQuery } from '../../lib/http/validate.ts';
+import { parseWith, readQuery } from '../../lib/http/validate.ts';
+import type { Jobs } from '../../lib/jobs/queue.ts';
 import { isTerminal, type Run } from '../../lib/jobs/types.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
@@ -13,7 +14,37 @@ export const listQuery = z.strictObject({
   cluster: idParam.optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
-export const eventsQuery = z.strictObject({ after: z.coerce.number().int().min(0).optional() });
+/** The most events one read returns: a JSON page, and each of the stream's reads from the database. */
+export const EVENTS_PAGE_MAX = 1000;
+const notAnEventId = { error: 'must be an event id (a whole number, 0 or more)' };
+/** `?after=` and `Last-Event-ID` name the same thing, a run event's seq, so one rule reads both. */
+const eventId = z.coerce.number(notAnEventId).int(notAnEventId).min(0, notAnEventId);
+export const eventsQuery = z.strictObject({
+  after: eventId.optional(),
+  limit: z.coerce.number().int().min(1).max(EVENTS_PAGE_MAX).optional(),
+});
+const lastEventIdHeader = z.object({ 'Last-Event-ID': eventId });
+
+/**
+ * Checked before the stream starts: once its 200 is out, a bad id could only end the stream
+ * without `end`, which a follower cannot tell from a dropped connection.
+ */
+function lastEventId(c: Context<AppEnv>): number | undefined {
+  const raw = c.req.header('last-event-id');
+  // EventSource leaves the header out rather than send it empty, so an empty one counts as absent.
+  if (!raw) return undefined;
+  return parseWith(lastEventIdHeader, { 'Last-Event-ID': raw })['Last-Event-ID'];
+}
+
+/**
+ * One page of a run's log. One event more than the page is read, so `more` says whether another
+ * page is stored without a count; `next` is the `after` that reads it (or polls a live run).
+ */
+async function eventsPage(jobs: Jobs, runId: string, after: number, limit: number) {
+  const rows = await jobs.events(runId, after, limit + 1);
+  const events = rows.slice(0, limit);
+  return { events, more: rows.length > limit, next: events.at(-1)?.seq ?? after };
+}
 
 export const publicRun = (r: Run) => ({
   id: r.id,
@@ -63,9 +94,9 @@ export function runRoutes() {
     const q = readQuery(c, eventsQuery);
     const wantsStream = (c.req.header('accept') ?? '').includes('text/event-stream');
     if (!wantsStream) {
-      return c.json({ run: publicRun(run), events: await jobs.events(run.id, q.after ?? 0) });
+      return c.json({ run: publicRun(run), ...(await eventsPage(jobs, run.id, q.after ?? 0, q.limit ?? EVENTS_PAGE_MAX)) });
     }
-    const resumeFrom = Number(c.req.header('last-event-id') ?? q.after ?? 0) || 0;
+    const resumeFrom = lastEventId(c) ?? q.after ?? 0;
     return streamSSE(c, async (stream) => {
       // A comment first, so the headers go out even while the run is quiet.
       await stream.write(': following run\n\n');
@@ -78,11 +109,17 @@ export function runRoutes() {
         wake?.();
       });
       let lastWrite = Date.now();
+      // Reads until a batch comes back short: the read after the end must reach the terminal event
+      // however far behind the follower is, and a live follower catches up at once, not a batch per poll.
       const flush = async () => {
-        for (const e of await jobs.events(run.id, last)) {
-          await stream.writeSSE({ id: String(e.seq), event: 'run-event', data: JSON.stringify(e) });
-          last = e.seq;
-          lastWrite = Date.now();
+        for (;;) {
+          const batch = await jobs.events(run.id, last, EVENTS_PAGE_MAX);
+          for (const e of batch) {
+            await stream.writeSSE({ id: String(e.seq), event: 'run-event', data: JSON.stringify(e) });
+            last = e.seq;
+            lastWrite = Date.now();
+          }
+          if (batch.length < EVENTS_PAGE_MAX || closed) return;
         }
       };
       try {
