@@ -1,7 +1,7 @@
 import { and, eq, isNull } from 'drizzle-orm';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { provisionPlans, tenants, webhookDeliveries } from '../../db/schema/index.ts';
+import { provisionPlans, tenants } from '../../db/schema/index.ts';
 import { canSeeTenant, requireScope } from '../auth.ts';
 import {
   DELIVERY_HEADER,
@@ -21,7 +21,7 @@ import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { publicRun } from '../runs/routes.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { currentVersion } from '../state/store.ts';
-import { MAX_DELIVERY_ID_CHARS, recordDelivery, setDeliveryRun } from '../webhooks/deliveries.ts';
+import { findDelivery, insertDelivery, MAX_DELIVERY_ID_CHARS, recordDelivery, type Delivery } from '../webhooks/deliveries.ts';
 import { loadWebhookSecret } from '../webhooks/secret.ts';
 import { PROVISION_KIND, provisionJob, type ProvisionParams } from './job.ts';
 
@@ -145,37 +145,88 @@ async function loadHookSecret(c: Context<AppEnv>, tenantId: string): Promise<str
   return secret;
 }
 
-async function startHookRun(c: Context<AppEnv>, tenantId: string, req: HookRequest) {
-  const deps = c.var.deps;
+/** The cluster a hook names, by id or name, within the tenant. */
+async function findHookCluster(deps: Deps, tenantId: string, idOrName: string) {
   const cluster = await deps.db.query.clusters.findFirst({
-    where: (t, { and, eq, or }) => and(eq(t.tenantId, tenantId), or(eq(t.id, req.cluster), eq(t.name, req.cluster))),
+    where: (t, { and, eq, or }) => and(eq(t.tenantId, tenantId), or(eq(t.id, idOrName), eq(t.name, idOrName))),
   });
   if (!cluster) throw notFound('cluster');
+  return cluster;
+}
+
+/**
+ * Queues the delivery's run and records the delivery, naming the run, in one commit: a crash, a
+ * cancelled Worker request or a failed statement leaves both or neither, so a retried delivery
+ * either starts its run or finds it, never a record without a run nor a second run. The run is
+ * queued as enqueueClusterRun does (exclusive per cluster); a refusal writes nothing.
+ */
+async function startHookRun(c: Context<AppEnv>, tenantId: string, req: HookRequest) {
+  const deps = c.var.deps;
+  const cluster = await findHookCluster(deps, tenantId, req.cluster);
   const deliveryId = req.deliveryKey;
-  const recorded = await recordDelivery(deps, { tenantId, deliveryId });
-  if (!recorded.recorded) {
-    const first = recorded.existing.runId ? await deps.jobs.get(recorded.existing.runId) : undefined;
-    return c.json({ duplicate: true, run: first ? publicRun(first) : null }, 200);
-  }
+  const params = provisionJob.params.parse({ mode: req.mode, destroy: req.destroy });
+  let runId: string | undefined;
   try {
-    const run = await enqueueProvision(deps, cluster, { mode: req.mode, destroy: req.destroy }, `webhook:${deliveryId}`);
-    await setDeliveryRun(deps, tenantId, deliveryId, run.id);
+    const run = await deps.jobs.enqueueWith(
+      { kind: provisionJob.kind, params, tenantId, clusterId: cluster.id, exclusive: true, createdBy: `webhook:${deliveryId}` },
+      (id) => [insertDelivery(deps, { tenantId, deliveryId, runId: (runId = id) })],
+    );
     return accepted(c, run);
   } catch (err) {
-    // Nothing started: forget the delivery so a redelivery can try again.
-    await deps.db
-      .delete(webhookDeliveries)
-      .where(and(eq(webhookDeliveries.tenantId, tenantId), eq(webhookDeliveries.deliveryId, deliveryId)));
-    throw err;
+    // A copy of a recorded delivery failed the batch, or the batch committed and only its answer was lost.
+    const recorded = await findDelivery(deps, tenantId, deliveryId);
+    if (!recorded) throw err;
+    const ours = recorded.runId === runId ? await deps.jobs.get(runId!) : undefined;
+    return ours ? accepted(c, ours) : answerDuplicate(c, recorded);
   }
+}
+
+/** `200 {duplicate: true, run}`: a delivery seen before, with the run it started (null if none). */
+async function answerDuplicate(c: Context<AppEnv>, delivery: Delivery) {
+  const first = delivery.runId ? await c.var.deps.jobs.get(delivery.runId) : undefined;
+  return c.json({ duplicate: true, run: first ? publicRun(first) : null }, 200);
+}
+
+// `ref` and `after` are in a push's payload and in no other event's.
+const githubPush = z.object({ ref: z.string(), after: z.string() });
+
+function isPushPayload(raw: Uint8Array): boolean {
+  try {
+    return githubPush.safeParse(JSON.parse(new TextDecoder().decode(raw))).success;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why a GitHub delivery starts no run, if it does not. Neither the event header nor `?mode=` is
+ * signed, so the signed body must be a push's too: pings answered before every delivery was
+ * recorded are still in GitHub's delivery log, and must not pass for a push.
+ */
+function githubIgnoreReason(event: string | undefined, raw: Uint8Array): string | undefined {
+  if (event !== 'push') return 'only push events start a run';
+  if (!isPushPayload(raw)) return "the body is not GitHub's JSON push payload (content type application/json)";
+  return undefined;
+}
+
+/**
+ * Answers a GitHub delivery that starts nothing (a ping, any other event). Its key is recorded
+ * all the same, so its bytes resent later as a push with `?mode=apply` are a duplicate: GitHub's
+ * scheme has no timestamp, and anyone who saw a delivery (its log, a proxy's) has its signature.
+ */
+async function ignoreDelivery(c: Context<AppEnv>, tenantId: string, deliveryKey: string, event: string | undefined, reason: string) {
+  const recorded = await recordDelivery(c.var.deps, { tenantId, deliveryId: deliveryKey });
+  if (!recorded.recorded) return answerDuplicate(c, recorded.existing);
+  return c.json({ ok: true, event: event ?? null, ignored: true, reason }, 200);
 }
 
 /**
  * Webhooks, authenticated by an HMAC under the tenant's webhook secret (see README, "Webhook"):
  * `POST /v1/hooks/:tenant/provision` (cluster in the body) and
  * `POST /v1/hooks/:tenant/clusters/:cluster/provision` (cluster in the URL; also takes GitHub's
- * own `X-Hub-Signature-256`, mode from `?mode=`). Delivery ids are kept (nothing prunes them), far
- * longer than the signature window; a delivery seen before answers with its first run.
+ * own `X-Hub-Signature-256`, mode from `?mode=`; only a push starts a run). Delivery ids are kept
+ * (nothing prunes them), far longer than the signature window; a delivery seen before answers with
+ * its first run.
  */
 export function provisionHookRoutes() {
   const app = new Hono<AppEnv>();
@@ -196,8 +247,9 @@ export function provisionHookRoutes() {
     const secret = await loadHookSecret(c, tenantId);
     const auth = authenticate(c, secret, raw);
     if (auth.github) {
-      // GitHub's first call after the hook is added; nothing to run.
-      if (c.req.header('x-github-event') === 'ping') return c.json({ ok: true, event: 'ping' }, 200);
+      const event = c.req.header('x-github-event');
+      const ignored = githubIgnoreReason(event, raw);
+      if (ignored) return ignoreDelivery(c, tenantId, auth.deliveryKey, event, ignored);
       const q = parseWith(githubQuery, c.req.query());
       return startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster, mode: q.mode, destroy: false });
     }

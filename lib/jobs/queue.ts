@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
+import type { Db, DbStatement } from '../../db/client.ts';
 import { runEvents, runs } from '../../db/schema/index.ts';
 import { newId } from '../ids.ts';
 import type { Clock } from '../clock.ts';
@@ -80,6 +80,25 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
     return stored;
   }
 
+  function queuedRow(input: EnqueueInput) {
+    const lockKey = input.exclusive ? (input.lockKey ?? input.clusterId ?? null) : null;
+    if (input.exclusive && !lockKey) throw new Error('an exclusive run needs a cluster or a lock key');
+    return {
+      id: newId('run'),
+      kind: input.kind,
+      tenantId: input.tenantId ?? null,
+      clusterId: input.clusterId ?? null,
+      exclusive: input.exclusive,
+      lockKey,
+      state: 'queued' as const,
+      params: input.params ?? {},
+      createdBy: input.createdBy ?? null,
+      createdAt: clock.now(),
+    };
+  }
+
+  const queuedEvent = (input: EnqueueInput) => ({ type: 'queued', message: `${input.kind} run queued` });
+
   async function get(id: string): Promise<Run | undefined> {
     return (await db.select().from(runs).where(eq(runs.id, id)).get());
   }
@@ -101,30 +120,41 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
     appendEvents,
 
     async enqueue(input: EnqueueInput): Promise<Run> {
-      const lockKey = input.exclusive ? (input.lockKey ?? input.clusterId ?? null) : null;
-      if (input.exclusive && !lockKey) throw new Error('an exclusive run needs a cluster or a lock key');
-      const row = {
-        id: newId('run'),
-        kind: input.kind,
-        tenantId: input.tenantId ?? null,
-        clusterId: input.clusterId ?? null,
-        exclusive: input.exclusive,
-        lockKey,
-        state: 'queued' as const,
-        params: input.params ?? {},
-        createdBy: input.createdBy ?? null,
-        createdAt: clock.now(),
-      };
+      const row = queuedRow(input);
       try {
         const [run] = await db.insert(runs).values(row).returning();
-        await appendEvent(row.id, { type: 'queued', message: `${input.kind} run queued` });
+        await appendEvent(row.id, queuedEvent(input));
         bus.wake();
         return run!;
       } catch (err) {
-        if (lockKey && isUniqueViolation(err)) {
-          const active = await activeForLock(lockKey);
+        if (row.lockKey && isUniqueViolation(err)) {
+          const active = await activeForLock(row.lockKey);
           throw new ActiveRunConflict(active?.id ?? 'unknown');
         }
+        throw err;
+      }
+    },
+
+    /**
+     * enqueue in one db.batch with the caller's statements, which get the new run's id: the run,
+     * its `queued` event and the caller's rows all commit or, if any statement fails (the
+     * cluster's lock included), none does, so no caller row can name a run that does not exist
+     * nor miss one that does. A unique violation while the lock is held is ActiveRunConflict, any
+     * other is rethrown: either may come from the caller's rows, which the caller checks first.
+     */
+    async enqueueWith(input: EnqueueInput, alongside: (runId: string) => DbStatement[]): Promise<Run> {
+      const row = queuedRow(input);
+      // The run is new in this very transaction, so its first event is seq 1: no writer can race it.
+      const event = { runId: row.id, seq: 1, at: row.createdAt, level: 'info' as const, ...queuedEvent(input) };
+      try {
+        const [[run]] = await db.batch([db.insert(runs).values(row).returning(), db.insert(runEvents).values(event), ...alongside(row.id)]);
+        // Listeners hear of the run only once it is committed.
+        bus.publish(row.id);
+        bus.wake();
+        return run!;
+      } catch (err) {
+        const active = row.lockKey && isUniqueViolation(err) ? await activeForLock(row.lockKey) : undefined;
+        if (active) throw new ActiveRunConflict(active.id);
         throw err;
       }
     },
