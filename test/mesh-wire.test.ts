@@ -11,12 +11,15 @@ import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { loadConfig } from '../runner/config.ts';
 import { addonOptionsToEnv } from '../runner/addon-options.ts';
-import { loadPeer, markDelivered, setClusterMesh } from '../lib/mesh/store.ts';
+import { ensureHub, loadPeer, markDelivered, setClusterMesh } from '../lib/mesh/store.ts';
 import { stunAdvice } from '../lib/mesh/stun-state.ts';
 import { validateConfigDocuments } from '../lib/talos/schema.ts';
 import { startSimNode, type SimTalosNode } from './sim/talos/index.ts';
 import { startCoturns, freeUdpPort, type Coturns } from './support/coturn.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+
+/** The hub on a loopback /16 of its own, as a stand-in overlay the sims can listen on. */
+const loopbackHub = (h: Harness) => ensureHub(h.deps, { ipv4Prefix: `127.${randomInt(1, 250)}.0.0/16` });
 
 let h: Harness | undefined;
 let worker: Worker | undefined;
@@ -75,9 +78,10 @@ describe('endpoint change re-pushes nodes over the mesh', () => {
     // The direct address answers nothing: only the overlay path can reach the node.
     const dead = await freeUdpPort();
     const mid = await addMachine(h, clusterId, { name: 'cp1', address: `127.0.0.1:${dead}` });
-    // A loopback prefix stands in for the overlay, so the sim can listen on the node's overlay address.
-    const prefix = `127.${randomInt(1, 250)}.0.0/16`;
-    const on = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: prefix } });
+    // A loopback prefix stands in for the overlay, so the sim can listen on the node's overlay
+    // address; the API refuses one (it reaches no other host), so the hub is laid down directly.
+    await loopbackHub(h);
+    const on = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820' } });
     expect(on.status, JSON.stringify(on.body)).toBe(200);
     expect(on.body.repush).toBeNull();
     const overlay = on.body.peers[0].ipv4 as string;
@@ -145,7 +149,8 @@ describe('endpoint change re-pushes nodes over the mesh', () => {
     worker.start();
     const { clusterId } = await seedCluster(h);
     const mid = await addMachine(h, clusterId, { name: 'far1', address: '127.0.0.1:1' });
-    await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: `127.${randomInt(1, 250)}.0.0/16` } });
+    await loopbackHub(h);
+    await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820' } });
     await h.deps.db.update(machines).set({ state: 'configured' }).where(eq(machines.id, mid));
     await markDelivered(h.deps.db, mid, '203.0.113.7:51820');
     const moved = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.9:51820' } });

@@ -197,9 +197,38 @@ describe('the shared hub\'s prefixes', () => {
       expect(small.body.error.code).toBe('mesh_exhausted');
       expect(small.body.error.message).toMatch(/room for 1 more node\(s\); this cluster needs 3/);
       expect(await nothing()).toEqual({ hub: [], clusters: [], peers: [] });
+      // What nodes could never use is refused before anything is written.
+      const bad: Array<[Record<string, unknown>, RegExp]> = [
+        [{ endpoint: '127.0.0.1:51820' }, /loopback address/],
+        [{ endpoint: '0.0.0.0:51820' }, /unspecified address/],
+        [{ endpoint: '[ff02::1]:51820' }, /multicast address/],
+        [{ endpoint: '255.255.255.255:51820' }, /reserved or broadcast address/],
+        [{ endpoint: '[fe80::1]:51820' }, /link-local address/],
+        [{ endpoint: '203.0.113.7:51820', ipv4Prefix: '127.0.0.0/8' }, /overlaps the loopback range/],
+        [{ endpoint: '203.0.113.7:51820', ipv6Prefix: 'fe80::/64' }, /overlaps the link-local range/],
+        [{ relay: { address: '::1', nodePortBase: 52000, hubPortBase: 53000 } }, /loopback address/],
+        [{ relay: { address: '198.51.100.4', nodePortBase: 65535, hubPortBase: 53000 } }, /at most 65531/],
+        [{ relay: { address: '198.51.100.4', nodePortBase: 52000, hubPortBase: 52002 } }, /ranges overlap/],
+      ];
+      for (const [body, why] of bad) {
+        const res = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { ...body, ipv4Prefix: (body.ipv4Prefix as string | undefined) ?? '192.168.1.0/29' } });
+        expect(res.status, JSON.stringify(body)).toBe(400);
+        expect(JSON.stringify(res.body.error), JSON.stringify(res.body.error)).toMatch(why);
+      }
+      expect(await nothing()).toEqual({ hub: [], clusters: [], peers: [] });
       const fits = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: '192.168.1.0/29' } });
       expect(fits.status).toBe(200);
       expect(fits.body.peers.map((p: { ipv4: string }) => p.ipv4)).toEqual(['192.168.1.2', '192.168.1.3', '192.168.1.4']);
+
+      // Nodes that got a config dial their relay port: moving the ports re-pushes them.
+      const relayed = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { relay: { address: '198.51.100.4', nodePortBase: 52000, hubPortBase: 53000 } } });
+      expect(relayed.status).toBe(200);
+      const first = (await h.deps.db.select().from(meshPeers).all()).find((p) => p.hostIndex === 2)!;
+      await markDelivered(h.deps.db, first.machineId, '198.51.100.4:52002');
+      const moved = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { relay: { address: '198.51.100.4', nodePortBase: 54000, hubPortBase: 55000 } } });
+      expect(moved.status).toBe(200);
+      expect(moved.body.repush.run).toMatch(/^run_/);
+      expect(moved.body.repush.machines).toBe(1);
     } finally {
       await h.close();
     }

@@ -6,7 +6,7 @@ import { requireScope } from '../auth.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import type { HubStatus } from '../../lib/mesh/hub-driver-types.ts';
-import { DEFAULT_IPV4_PREFIX, InvalidPrefixError, parseEndpointLiteral, parsePrefix } from '../../lib/mesh/prefixes.ts';
+import { DEFAULT_IPV4_PREFIX, InvalidPrefixError, parseEndpointLiteral, parsePrefix, unroutable } from '../../lib/mesh/prefixes.ts';
 import { loadStun, stunAdvice } from '../../lib/mesh/stun-state.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { enqueueRepush, meshRepushJob } from './job.ts';
@@ -18,33 +18,55 @@ import { parseIp, formatIp } from '../../lib/talos/net.ts';
 import type { AppEnv, Deps } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 
+/** `stun`: the endpoint is what the runner's STUN check learns (REZUS_MESH_STUN_SERVERS), kept current by it. */
+export const STUN_ENDPOINT = 'stun';
+
+// Nodes dial the endpoint (or the relay) from their own networks, and overlay addresses travel
+// between hosts: a loopback, link-local, multicast or unspecified one cuts the nodes off, and a
+// changed endpoint is pushed to every node, which then needs its cold-boot path back.
 const endpointField = z.string().max(64).transform((v, ctx) => {
+  if (v === STUN_ENDPOINT) return v;
   try {
-    return parseEndpointLiteral(v).text;
+    const endpoint = parseEndpointLiteral(v);
+    const range = unroutable(endpoint.text);
+    if (range) throw new InvalidPrefixError(`${endpoint.host} is a ${range} address: nodes dial the endpoint from their own network`);
+    return endpoint.text;
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: (err as Error).message });
     return z.NEVER;
   }
 });
 const prefixField = (family: 4 | 6) =>
-  z.string().max(64).refine((v) => {
-    try {
-      return parsePrefix(v).family === family;
-    } catch {
-      return false;
-    }
-  }, `must be an IPv${family} prefix with zero host bits${family === 4 ? ', e.g. 100.64.0.0/10' : ', e.g. fd7a:7265:7a75::/64'}`);
+  z
+    .string()
+    .max(64)
+    .refine((v) => {
+      try {
+        return parsePrefix(v).family === family;
+      } catch {
+        return false;
+      }
+    }, `must be an IPv${family} prefix with zero host bits${family === 4 ? ', e.g. 100.64.0.0/10' : ', e.g. fd7a:7265:7a75::/64'}`)
+    .superRefine((v, ctx) => {
+      const range = unroutable(v);
+      if (range) ctx.addIssue({ code: 'custom', message: `${v} overlaps the ${range} range: overlay addresses travel between hosts` });
+    });
 const port = z.number().int().min(1).max(65535);
 
-/** `stun`: the endpoint is what the runner's STUN check learns (REZUS_MESH_STUN_SERVERS), kept current by it. */
-export const STUN_ENDPOINT = 'stun';
 
 export const meshBody = z
   .strictObject({
-    endpoint: z.union([z.literal(STUN_ENDPOINT), endpointField]).optional(),
+    endpoint: endpointField.optional(),
     relay: z
       .strictObject({
-        address: z.string().refine((v) => parseIp(v) !== undefined, 'must be an IP literal').transform((v) => formatIp(parseIp(v)!)),
+        address: z
+          .string()
+          .refine((v) => parseIp(v) !== undefined, 'must be an IP literal')
+          .superRefine((v, ctx) => {
+            const range = unroutable(v);
+            if (range) ctx.addIssue({ code: 'custom', message: `${v} is a ${range} address: nodes dial the relay from their own network` });
+          })
+          .transform((v) => formatIp(parseIp(v)!)),
         nodePortBase: port,
         hubPortBase: port,
       })
@@ -54,9 +76,27 @@ export const meshBody = z
   })
   .refine((b) => b.endpoint !== undefined || b.relay !== undefined, { message: 'give endpoint (ip:port or "stun") or relay', path: ['endpoint'] });
 
+/**
+ * A relay forwards one port per node on each side (base + the node's host index): both ranges must
+ * fit under 65536 and not overlap, or nodes would be given ports Talos refuses or that collide.
+ */
+function checkRelayPorts(relay: { nodePortBase: number; hubPortBase: number }, highestIndex: number): void {
+  const tops = [relay.nodePortBase, relay.hubPortBase].map((base) => base + highestIndex);
+  if (tops.some((top) => top > 65535)) {
+    throw new ApiError(400, 'invalid_request', `relay ports: with host indexes up to ${highestIndex}, nodePortBase and hubPortBase must each be at most ${65535 - highestIndex}`);
+  }
+  if (Math.abs(relay.nodePortBase - relay.hubPortBase) <= highestIndex) {
+    throw new ApiError(400, 'invalid_request', `relay ports: the node-side and hub-side ranges overlap; keep nodePortBase and hubPortBase more than ${highestIndex} apart`);
+  }
+}
+
+/** Whether nodes dial the same thing before and after: the endpoint, or the relay and its ports. */
+const sameDial = (a: { endpoint: string | null; relay: { address: string; nodePortBase: number; hubPortBase: number } | null }, b: typeof a): boolean =>
+  a.endpoint === b.endpoint && JSON.stringify(a.relay) === JSON.stringify(b.relay);
+
 /** What a cluster's nodes dial, in words, for run events: the endpoint, or the relay. */
-const dialTarget = (m: { endpoint: string | null; relay: { address: string } | null } | null) =>
-  !m ? 'none' : m.relay ? `relay ${m.relay.address}` : (m.endpoint ?? 'none (waiting for STUN)');
+const dialTarget = (m: { endpoint: string | null; relay: { address: string; nodePortBase: number } | null } | null) =>
+  !m ? 'none' : m.relay ? `relay ${m.relay.address} (ports from ${m.relay.nodePortBase})` : (m.endpoint ?? 'none (waiting for STUN)');
 
 async function hubStatus(deps: Deps, sync: boolean): Promise<HubStatus | { state: 'not-hosted'; missing: string[] }> {
   if (!deps.meshHub) return { state: 'not-hosted', missing: ['this host does not run the hub; the Node runner applies it'] };
@@ -137,7 +177,8 @@ export function meshRoutes() {
     try {
       const rows = await deps.db.select({ id: machines.id }).from(machines).where(eq(machines.clusterId, cluster.id)).orderBy(machines.name).all();
       const stored = await loadHub(deps.db);
-      await ensureRoom(deps.db, stored ?? { v4: parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX), ...(body.ipv6Prefix ? { v6: parsePrefix(body.ipv6Prefix) } : {}) }, rows.map((m) => m.id));
+      const { highestIndex } = await ensureRoom(deps.db, stored ?? { v4: parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX), ...(body.ipv6Prefix ? { v6: parsePrefix(body.ipv6Prefix) } : {}) }, rows.map((m) => m.id));
+      if (body.relay) checkRelayPorts(body.relay, highestIndex);
       const hub = await ensureHub(deps, { ipv4Prefix: body.ipv4Prefix, ipv6Prefix: body.ipv6Prefix });
       const endpoint = fromStun ? ((await loadStun(deps.db))?.endpoint ?? null) : (body.endpoint ?? null);
       after = await setClusterMesh(deps, cluster.id, { endpoint, endpointSource: fromStun ? 'stun' : 'configured', relay: body.relay ?? null });
@@ -149,7 +190,7 @@ export function meshRoutes() {
       throw err;
     }
     // Nodes holding a config that dials the old endpoint get the new one over the mesh.
-    const changed = before && dialTarget(before) !== dialTarget(after);
+    const changed = before && !sameDial(before, after);
     const repush = changed ? await enqueueRepush(deps, cluster, `hub endpoint changed from ${dialTarget(before)} to ${dialTarget(after)}`, c.var.principal.tokenId) : null;
     return c.json({ ...(await view(deps, cluster.id, await hubStatus(deps, true))), repush: repush && (repush.run ? { run: repush.run.id, machines: repush.machines } : { run: null, reason: repush.reason }) });
   });

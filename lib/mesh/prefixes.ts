@@ -1,7 +1,7 @@
 // Overlay addressing: every mesh member has one host index; its IPv4 and IPv6 addresses are that
 // index added to the network address of each prefix, so one stored integer gives both and they
 // cannot drift apart. Index 1 is the hub.
-import { formatIp, parseCidr, parseIp } from '../talos/net.ts';
+import { cidrsOverlap, formatIp, parseCidr, parseIp, type ParsedCidr } from '../talos/net.ts';
 
 export const DEFAULT_IPV4_PREFIX = '100.64.0.0/10';
 export const HUB_INDEX = 1;
@@ -20,6 +20,24 @@ export class InvalidPrefixError extends Error {
 }
 
 const bigToIp = (family: 4 | 6, value: bigint) => formatIp({ family, value });
+
+/** Ranges no overlay address and no endpoint may come from: they never reach across networks. */
+const SPECIAL: Array<{ cidr: ParsedCidr; what: string }> = [
+  ['0.0.0.0/8', 'unspecified'], ['127.0.0.0/8', 'loopback'], ['169.254.0.0/16', 'link-local'], ['224.0.0.0/4', 'multicast'], ['240.0.0.0/4', 'reserved or broadcast'],
+  ['::/128', 'unspecified'], ['::1/128', 'loopback'], ['fe80::/10', 'link-local'], ['ff00::/8', 'multicast'],
+].map(([text, what]) => ({ cidr: parseCidr(text!)!, what: what! }));
+
+/**
+ * Why a prefix or an endpoint someone asks for cannot serve a mesh of separate hosts, if it cannot
+ * (the range it touches: loopback, link-local…). Asked of what comes in through the API only: the
+ * library itself takes any prefix, as a test does to lay an overlay over loopback.
+ */
+export function unroutable(text: string): string | undefined {
+  const host = /^\[([0-9a-fA-F:.]+)\]:\d+$/.exec(text)?.[1] ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(text)?.[1] ?? text;
+  const ip = parseIp(host);
+  const cidr: ParsedCidr | undefined = parseCidr(text) ?? (ip && { family: ip.family, network: ip.value, prefix: ip.family === 4 ? 32 : 128, hostBitsSet: false });
+  return cidr ? SPECIAL.find((s) => cidrsOverlap(s.cidr, cidr))?.what : undefined;
+}
 
 export function parsePrefix(text: string): Prefix {
   const cidr = parseCidr(text);

@@ -137,7 +137,7 @@ const MAX_ATTEMPTS = 50;
  * or those it would be created with) cannot give every machine of `machineIds` without an
  * address one: a PUT that ran out half-way would leave some peers allocated and answer 409.
  */
-export async function ensureRoom(db: Db, hub: { v4: Prefix; v6?: Prefix }, machineIds: string[]): Promise<void> {
+export async function ensureRoom(db: Db, hub: { v4: Prefix; v6?: Prefix }, machineIds: string[]): Promise<{ highestIndex: number }> {
   const taken = await db.select({ machineId: meshPeers.machineId }).from(meshPeers).all();
   const has = new Set(taken.map((p) => p.machineId));
   const wanted = machineIds.filter((id) => !has.has(id)).length;
@@ -145,6 +145,8 @@ export async function ensureRoom(db: Db, hub: { v4: Prefix; v6?: Prefix }, machi
   if (wanted > room) {
     throw new MeshExhaustedError(`${hub.v4.text}${hub.v6 ? ` / ${hub.v6.text}` : ''} has room for ${Math.max(0, room)} more node(s); this cluster needs ${wanted}`);
   }
+  // Indexes are given lowest first, so none goes past the count of members.
+  return { highestIndex: FIRST_NODE_INDEX - 1 + taken.length + wanted };
 }
 
 /**
