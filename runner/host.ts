@@ -197,7 +197,7 @@ function lazyMeshHub(deps: Deps): RunnerMeshHub {
   let hub: Promise<RunnerMeshHub> | undefined;
   const load = () =>
     (hub ??= Promise.all([import('../lib/mesh/hub-sync.ts'), import('../lib/mesh/hub-driver.ts')]).then(([sync, driver]) =>
-      sync.createMeshHubControl(deps, driver.createHubDriver({ interfaceName: DEFAULT_INTERFACE })),
+      sync.createMeshHubControl(deps, driver.createHubDriver({ interfaceName: DEFAULT_INTERFACE, scratchDir: join(deps.settings.dataDir, 'mesh-scratch') })),
     ));
   return {
     sync: async () => (await load()).sync(),

@@ -1,5 +1,8 @@
 // The runner's side of the hub: at start it re-applies the hub the database holds, at shutdown it
 // stops the wireguard-go it started. Real wireguard-go in two network namespaces (root only).
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { createHubDriver } from '../lib/mesh/hub-driver.ts';
@@ -16,7 +19,11 @@ describe.skipIf(skip !== null)(`runner lifecycle of the hub${skip ? ` (skipped: 
     const pair = await createNetnsPair();
     const h = await createHarness();
     const node = createHubDriver({ interfaceName: `rzn${pair.tag}l`, commandPrefix: pair.execIn(pair.b) });
-    const hubDriver = createHubDriver({ interfaceName: `rzh${pair.tag}l`, commandPrefix: pair.execIn(pair.a) });
+    // The runner's own scratch dir, holding a key file a crash left behind.
+    const scratchDir = await mkdtemp(join(tmpdir(), 'rz-scratch-'));
+    await mkdir(join(scratchDir, 'rzwg-crashed'));
+    await writeFile(join(scratchDir, 'rzwg-crashed', 'hub.conf'), '[Interface]\nPrivateKey = left-behind\n');
+    const hubDriver = createHubDriver({ interfaceName: `rzh${pair.tag}l`, commandPrefix: pair.execIn(pair.a), scratchDir });
     const sims: ResultPromise[] = [];
     try {
       // Desired state recorded while no hub ran (as before a restart): nothing is up yet.
@@ -32,6 +39,8 @@ describe.skipIf(skip !== null)(`runner lifecycle of the hub${skip ? ` (skipped: 
       const hub = (await loadHub(h.deps.db))!;
       const peer = (await loadPeer(h.deps.db, m.body.id as string))!;
       expect(resumed!.interface?.peers.map((p) => p.publicKey)).toEqual([peer.publicKey]);
+      // No key file outlives an apply, nor one an earlier crash left.
+      expect(await readdir(scratchDir)).toEqual([]);
 
       // The node dials in and a Talos call crosses the restored hub.
       const addrs = peerAddresses(hub, peer);
@@ -58,6 +67,7 @@ describe.skipIf(skip !== null)(`runner lifecycle of the hub${skip ? ` (skipped: 
         await c;
       }
       await node.close();
+      await rm(scratchDir, { recursive: true, force: true });
       await hubDriver.close();
       await pair.cleanup();
       await h.close();

@@ -1,7 +1,7 @@
 // Applies the hub's WireGuard config to a real interface (Node-only: runs `ip`, `wg`, `wireguard-go`).
 // Kernel WireGuard when the module is there, else wireguard-go on /dev/net/tun.
 import { constants } from 'node:fs';
-import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -21,7 +21,15 @@ export interface HubDriverOptions {
   /** How long wireguard-go may take to create its interface. */
   startTimeoutMs?: number;
   env?: Record<string, string>;
+  /**
+   * Where the config file `wg syncconf` reads is written (it holds the hub's private key for a
+   * moment): the runner's own data dir rather than a shared /tmp. What a crash left there is
+   * removed before the first apply.
+   */
+  scratchDir?: string;
 }
+
+const SCRATCH_PREFIX = 'rzwg-';
 
 export interface HubApplyInput extends HubConfigInput {
   /** The hub's overlay addresses with the overlay prefix lengths, e.g. `100.64.0.1/10`. */
@@ -49,6 +57,20 @@ export function createHubDriver(opts: HubDriverOptions) {
   const tun = opts.tunPath ?? '/dev/net/tun';
   const name = opts.interfaceName;
   const env = { WG_I_PREFER_BUGGY_USERSPACE_TO_POLISHED_KMOD: '1', ...opts.env };
+  let swept: Promise<string> | undefined;
+  /**
+   * The scratch dir, cleared once of the key files a crash between write and remove left. Only a
+   * dir of the runner's own is swept: in a shared /tmp another driver's file may be in use.
+   */
+  const scratch = (): Promise<string> =>
+    (swept ??= (async () => {
+      if (!opts.scratchDir) return tmpdir();
+      const dir = opts.scratchDir;
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const stale = (await readdir(dir)).filter((n) => n.startsWith(SCRATCH_PREFIX));
+      await Promise.all(stale.map((n) => rm(join(dir, n), { recursive: true, force: true })));
+      return dir;
+    })());
   let mode: HubMode | null = null;
   let userspace: ResultPromise | undefined;
 
@@ -166,7 +188,7 @@ export function createHubDriver(opts: HubDriverOptions) {
       const m = await ensureInterface();
       // syncconf keeps sessions of unchanged peers. wg fopen()s its config file and Node's stdio
       // pipes are sockets, so /dev/stdin will not do: a 0600 file in a private directory, removed at once.
-      const dir = await mkdtemp(join(tmpdir(), 'rzwg-'));
+      const dir = await mkdtemp(join(await scratch(), SCRATCH_PREFIX));
       try {
         const file = join(dir, 'hub.conf');
         await writeFile(file, renderHubConfig(input), { mode: 0o600 });
