@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { releaseLocksOfDeadRuns } from '../runner/jobs/registry.ts';
+import { leaseOwnerIsGone, localWorkerId, workerIdOf } from '../runner/lease-owner.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintStateCredential } from '../functions/state/credentials.ts';
 import { writeState, parseStateDocument } from '../functions/state/store.ts';
@@ -247,6 +248,20 @@ describe('locks of interrupted runs', () => {
     expect(await releaseLocksOfDeadRuns(h.deps)).toBe(1);
     const left = await h.deps.database.client.execute('SELECT info FROM state_locks');
     expect(left.rows.map((r) => JSON.parse(String(r.info)).Who).sort()).toEqual(['run_alive', 'run_remote']);
+  });
+
+  it('tell a runner restarted with the same pid (a container on the same host) from the one that held them', async () => {
+    const me = localWorkerId();
+    expect(me).toMatch(new RegExp(`^${hostname()}:${process.pid}@[0-9a-f]{8}\\.\\d+$`));
+    expect(leaseOwnerIsGone(me)).toBe(false);
+    // The same host and pid, an earlier start: the process that held the lease is not this one.
+    const earlier = me.replace(/\.(\d+)$/, (_m, start: string) => `.${Number(start) - 1}`);
+    expect(leaseOwnerIsGone(earlier)).toBe(true);
+    // A live process of another pid, named with its incarnation as its own runner would: alive.
+    const parentId = workerIdOf(process.ppid);
+    expect(leaseOwnerIsGone(parentId)).toBe(false);
+    // The same pid after its process was replaced (a pid reused): gone.
+    expect(leaseOwnerIsGone(parentId.replace(/\.(\d+)$/, '.1'))).toBe(true);
   });
 });
 
