@@ -2,7 +2,7 @@
 // VM, a second runner on the same data dir) or a user (cancel) does to a run in flight, and
 // what must survive it. Outcomes only: run states, stored state versions, files on disk.
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { alive } from './support/processes.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -118,15 +118,6 @@ esac
   return { file, pid: async () => Number((await readFile(join(dir, 'tofu.pid'), 'utf8')).trim()), sigintAt: async () => (await stat(join(dir, 'sigint'))).mtimeMs };
 }
 
-/** A process that exited counts as gone even while nobody has reaped it yet (a zombie). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-}
 
 describe('nothing lost', { timeout: 90_000 }, () => {
   it('SIGTERM with a tofu slow to stop: tofu gets SIGINT halfway through REZUS_SHUTDOWN_GRACE_S, the runner is gone by its end', async () => {
@@ -196,7 +187,7 @@ describe('nothing lost', { timeout: 90_000 }, () => {
     const b = await runner(env);
     // The worker id names the runner's own process (tsx runs it as a child of the pid we started).
     const started = (await api(a.url, 'GET', `/v1/runs/${first.id}/events`)).body.events.find((e: Json) => e.type === 'started');
-    const runnerPid = Number(String(started.data.worker).split(':').at(-1));
+    const runnerPid = Number(String(started.data.worker).split(':').at(-1)!.split('@')[0]);
     process.kill(runnerPid, 'SIGSTOP');
     const stoppedAt = Date.now();
     const reaped = await ended(b.url, first.id);

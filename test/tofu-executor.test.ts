@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { RunAbort } from '../lib/jobs/executor.ts';
 import { runTofu } from '../lib/tofu/executor.ts';
 import type { TofuMessage } from '../lib/tofu/messages.ts';
 import { UnsupportedUiVersionError } from '../lib/tofu/messages.ts';
+import { alive } from './support/processes.ts';
 
 // These use small shell scripts standing in for tofu, to drive the executor into states a real
 // run reaches only by chance (a process that ignores SIGINT, a stream that waits on us).
@@ -29,14 +30,10 @@ async function fakeTofu(name: string, body: string): Promise<string> {
   return file;
 }
 
-/** A process that exited counts as gone even while nobody has reaped it yet (a zombie). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+/** An apply of `bin` aborted (with `reason`, if given) as soon as it announces apply_start. */
+function applyStoppedAtStart(bin: string, graceMs: number, reason?: unknown) {
+  const ac = new AbortController();
+  return runTofu({ binary: bin, subcommand: 'apply', cwd: dir, dataDir: dir, pathEnv: PATH, signal: ac.signal, graceMs, onMessage: (m) => m.type === 'apply_start' && ac.abort(reason) });
 }
 
 /** Children a test left behind when it failed must not outlive it. */
@@ -102,17 +99,7 @@ describe('runTofu', () => {
   it('escalates to SIGKILL when tofu ignores SIGINT past the grace period', async () => {
     const ready = path.join(dir, 'ready-stubborn');
     const bin = await fakeTofu('stubborn', `trap '' INT\necho '${msg('apply_start')}'\ntouch ${ready}\nwhile true; do sleep 0.05; done`);
-    const ac = new AbortController();
-    const r = await runTofu({
-      binary: bin,
-      subcommand: 'apply',
-      cwd: dir,
-      dataDir: dir,
-      pathEnv: PATH,
-      signal: ac.signal,
-      graceMs: 300,
-      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
-    });
+    const r = await applyStoppedAtStart(bin, 300);
     expect(r.canceled).toBe(true);
     expect(r.forceKilled).toBe(true);
   });
@@ -122,17 +109,7 @@ describe('runTofu', () => {
       'polite',
       `trap 'echo "${'interrupted'}" >&2; exit 1' INT\necho '${msg('apply_start')}'\nwhile true; do sleep 0.05; done`,
     );
-    const ac = new AbortController();
-    const r = await runTofu({
-      binary: bin,
-      subcommand: 'apply',
-      cwd: dir,
-      dataDir: dir,
-      pathEnv: PATH,
-      signal: ac.signal,
-      graceMs: 20_000,
-      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
-    });
+    const r = await applyStoppedAtStart(bin, 20_000);
     expect(r).toMatchObject({ canceled: true, forceKilled: false, exitCode: 1 });
     expect(r.stderrTail).toContain('interrupted');
   });
@@ -159,18 +136,8 @@ describe('runTofu', () => {
 
   it("a shutdown's bound cuts the grace short; the SIGKILL comes long before the full grace", async () => {
     const bin = await fakeTofu('stubborn-shutdown', `trap '' INT\necho '${msg('apply_start')}'\nwhile true; do sleep 0.05; done`);
-    const ac = new AbortController();
     const started = performance.now();
-    const r = await runTofu({
-      binary: bin,
-      subcommand: 'apply',
-      cwd: dir,
-      dataDir: dir,
-      pathEnv: PATH,
-      signal: ac.signal,
-      graceMs: 8_000,
-      onMessage: (m) => m.type === 'apply_start' && ac.abort(new RunAbort('shutdown', 300)),
-    });
+    const r = await applyStoppedAtStart(bin, 8_000, new RunAbort('shutdown', 300));
     expect(r).toMatchObject({ canceled: true, forceKilled: true });
     expect(performance.now() - started).toBeLessThan(4_000);
   });
@@ -183,17 +150,7 @@ describe('runTofu', () => {
       'parent-int',
       `trap 'true' INT\necho '${msg('apply_start')}'\nsh -c 'echo $$ > ${pidFile}; trap "touch ${interrupted}; exit 0" INT; while true; do sleep 0.05; done' >/dev/null 2>&1`,
     );
-    const ac = new AbortController();
-    const r = await runTofu({
-      binary: bin,
-      subcommand: 'apply',
-      cwd: dir,
-      dataDir: dir,
-      pathEnv: PATH,
-      signal: ac.signal,
-      graceMs: 2_000,
-      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
-    });
+    const r = await applyStoppedAtStart(bin, 2_000);
     expect(r.canceled).toBe(true);
     await pidIn(pidFile);
     expect(existsSync(interrupted)).toBe(true);
@@ -206,17 +163,7 @@ describe('runTofu', () => {
       'parent-kill',
       `trap '' INT\n(trap '' INT TERM; exec sleep 60) >/dev/null 2>&1 &\necho $! > ${pidFile}\necho '${msg('apply_start')}'\nwhile true; do sleep 0.05; done`,
     );
-    const ac = new AbortController();
-    const r = await runTofu({
-      binary: bin,
-      subcommand: 'apply',
-      cwd: dir,
-      dataDir: dir,
-      pathEnv: PATH,
-      signal: ac.signal,
-      graceMs: 300,
-      onMessage: (m) => m.type === 'apply_start' && ac.abort(),
-    });
+    const r = await applyStoppedAtStart(bin, 300);
     expect(r.forceKilled).toBe(true);
     const child = await pidIn(pidFile);
     await expect.poll(() => alive(child), { timeout: 5_000 }).toBe(false);
