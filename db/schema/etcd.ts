@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { clusters } from './core.ts';
 
 /** Why a snapshot was taken: asked for, the schedule, or right before an upgrade touched a node. */
@@ -7,7 +7,10 @@ export type SnapshotTrigger = (typeof SNAPSHOT_TRIGGERS)[number];
 
 /**
  * etcd snapshots taken with MachineService/EtcdSnapshot. The snapshot itself is sealed with the
- * master key (bound to cluster and snapshot id) and kept in the database, inside the data dir.
+ * master key and kept in the database, inside the data dir: as `chunks` sealed pieces in
+ * etcd_snapshot_chunks (each bound to cluster, snapshot id and position), or, for snapshots
+ * taken before those, whole in `sealed` (bound to cluster and snapshot id). A row is written
+ * only once every chunk is stored, so a listed snapshot is always complete.
  */
 export const etcdSnapshots = sqliteTable(
   'etcd_snapshots',
@@ -25,7 +28,28 @@ export const etcdSnapshots = sqliteTable(
     sha256: text('sha256').notNull(),
     trigger: text('trigger', { enum: SNAPSHOT_TRIGGERS }).notNull(),
     runId: text('run_id'),
-    sealed: text('sealed').notNull(),
+    /** The whole snapshot, sealed (older rows); null when it is stored in chunks. */
+    sealed: text('sealed'),
+    /** How many rows of etcd_snapshot_chunks hold it (seq 0..chunks-1); null for a `sealed` row. */
+    chunks: integer('chunks'),
   },
   (t) => [index('etcd_snapshots_cluster').on(t.clusterId, t.createdAt)],
+);
+
+/**
+ * One sealed piece of a snapshot, in order by `seq`. Written while the snapshot streams, before
+ * its etcd_snapshots row exists (hence no foreign key to it): chunks without a row are a
+ * snapshot that failed or was cut off, and are deleted by the next snapshot of the cluster.
+ */
+export const etcdSnapshotChunks = sqliteTable(
+  'etcd_snapshot_chunks',
+  {
+    snapshotId: text('snapshot_id').notNull(),
+    seq: integer('seq').notNull(),
+    clusterId: text('cluster_id')
+      .notNull()
+      .references(() => clusters.id, { onDelete: 'cascade' }),
+    sealed: text('sealed').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.snapshotId, t.seq] }), index('etcd_snapshot_chunks_cluster').on(t.clusterId)],
 );

@@ -12,7 +12,8 @@ import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { talosAddressOf } from '../machine-config/access.ts';
 import { dialAddress } from '../../lib/mesh/dial.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
-import { DEFAULT_SNAPSHOT_KEEP, etcdDefragJob, etcdRestoreJob, etcdSnapshotJob, snapshotSealContext } from './job.ts';
+import { DEFAULT_SNAPSHOT_KEEP, etcdDefragJob, etcdRestoreJob, etcdSnapshotJob } from './job.ts';
+import { snapshotStream, SnapshotUnreadable, verifySnapshot } from './stored.ts';
 
 export const snapshotBody = z.strictObject({ keep: z.number().int().min(1).max(1000).optional() });
 export const restoreBody = z.strictObject({ machine: z.union([idParam, dnsLabel]) });
@@ -54,10 +55,19 @@ export function etcdSnapshotRoutes() {
     const cluster = await loadCluster(c, c.req.param('id'));
     const snap = await c.var.deps.db.select().from(etcdSnapshots).where(and(eq(etcdSnapshots.id, c.req.param('sid')), eq(etcdSnapshots.clusterId, cluster.id))).get();
     if (!snap) throw notFound('snapshot');
-    const data = c.var.deps.sealer.open(snap.sealed, snapshotSealContext(cluster.id, snap.id));
+    // Every chunk is opened once before the answer starts, so a chunk changed in the database is
+    // a clear error here instead of a download that breaks off half-way; then streamed, one chunk
+    // at a time, never held whole.
+    try {
+      await verifySnapshot(c.var.deps, snap);
+    } catch (err) {
+      if (err instanceof SnapshotUnreadable) throw new ApiError(500, 'snapshot_unreadable', err.message);
+      throw err;
+    }
     await recordAudit(c, { action: 'secrets.etcd-snapshot', target: snap.id, tenantId: cluster.tenantId });
-    return c.body(new Uint8Array(data), 200, {
+    return c.body(snapshotStream(c.var.deps, snap), 200, {
       'content-type': 'application/octet-stream',
+      'content-length': String(snap.sizeBytes),
       'cache-control': 'no-store',
       'content-disposition': `attachment; filename="${cluster.name}-etcd-${snap.id}.db"`,
       'x-etcd-revision': snap.revision,

@@ -186,19 +186,31 @@ export class TalosApiClient {
   }
 
   /** MachineService/EtcdSnapshot: streams the local etcd member's snapshot (a bbolt db file) chunk by chunk. */
-  async etcdSnapshot(onChunk: (chunk: Buffer) => void, opts?: CallOptions): Promise<void> {
+  /**
+   * MachineService/EtcdSnapshot: streams the local etcd member's snapshot (a bbolt db file) chunk
+   * by chunk. A promise from `onChunk` holds the stream (the node waits) until it settles.
+   */
+  async etcdSnapshot(onChunk: (chunk: Buffer) => void | Promise<void>, opts?: CallOptions): Promise<void> {
     await this.stream('MachineService', 'EtcdSnapshot', {}, opts, (msg) => {
       const b = msg['bytes'];
-      if (b && (b as Buffer).length) onChunk(Buffer.from(b as Buffer));
+      if (b && (b as Buffer).length) return onChunk(Buffer.from(b as Buffer));
     });
   }
 
-  /** MachineService/EtcdRecover (client stream): uploads a snapshot for a later Bootstrap with recoverEtcd. */
-  async etcdRecover(data: Uint8Array, opts?: CallOptions & { chunkBytes?: number }): Promise<void> {
+  /**
+   * MachineService/EtcdRecover (client stream): uploads a snapshot for a later Bootstrap with
+   * recoverEtcd. Pieces from an async iterable are read as the node takes them, so a snapshot
+   * need not be held whole; a throw from it ends the upload with that error.
+   */
+  async etcdRecover(data: Uint8Array | AsyncIterable<Uint8Array>, opts?: CallOptions & { chunkBytes?: number }): Promise<void> {
     const size = opts?.chunkBytes ?? 1024 * 1024;
-    const chunks: Raw[] = [];
-    for (let i = 0; i < data.byteLength; i += size) chunks.push({ bytes: Buffer.from(data.subarray(i, i + size)) });
-    const res = await this.call('MachineService', 'EtcdRecover', chunks, opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS, opts?.signal);
+    async function* chunks(): AsyncGenerator<Raw> {
+      const pieces = data instanceof Uint8Array ? [data] : data;
+      for await (const piece of pieces) {
+        for (let i = 0; i < piece.byteLength; i += size) yield { bytes: Buffer.from(piece.subarray(i, i + size)) };
+      }
+    }
+    const res = await this.call('MachineService', 'EtcdRecover', chunks(), opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS, opts?.signal);
     const md = obj(list(res['messages'])[0]?.['metadata']);
     if (md && str(md['error']) !== '') throw this.error('MachineService/EtcdRecover', 'node-error', 'OK', sanitizeDetail(str(md['error'])));
   }
@@ -335,26 +347,35 @@ export class TalosApiClient {
   }
 
   /** A call with one reply: unary, or client-streaming with `requests` sent in order. */
-  private async call(service: Service, method: string, requests: Raw[], deadlineMs: number, signal: AbortSignal | undefined): Promise<Raw> {
+  private async call(service: Service, method: string, requests: Raw[] | AsyncIterable<Raw>, deadlineMs: number, signal: AbortSignal | undefined): Promise<Raw> {
     const replies: Raw[] = [];
-    await this.invoke(service, method, requests, deadlineMs, signal, (m) => replies.push(m));
+    await this.invoke(service, method, requests, deadlineMs, signal, (m) => void replies.push(m));
     if (replies.length !== 1) throw this.error(`${service}/${method}`, 'protocol', 'OK', `expected one reply message, got ${replies.length}`);
     return replies[0]!;
   }
 
-  private stream(service: Service, method: string, request: Raw, opts: CallOptions | undefined, onMessage: (m: Raw) => void): Promise<void> {
+  private stream(service: Service, method: string, request: Raw, opts: CallOptions | undefined, onMessage: (m: Raw) => void | Promise<void>): Promise<void> {
     return this.invoke(service, method, [request], opts?.deadlineMs ?? DEFAULT_STREAM_DEADLINE_MS, opts?.signal, onMessage);
   }
 
-  private async invoke(service: Service, method: string, requests: Raw[], deadlineMs: number, signal: AbortSignal | undefined, onMessage: (m: Raw) => void): Promise<void> {
+  private async invoke(service: Service, method: string, requests: Raw[] | AsyncIterable<Raw>, deadlineMs: number, signal: AbortSignal | undefined, onMessage: (m: Raw) => void | Promise<void>): Promise<void> {
     const label = `${service}/${method}`;
     const def = loadTalosServices()[SERVICE_KEY[service]][method];
     if (!def) throw this.error(label, 'unimplemented', 'UNIMPLEMENTED', 'method not in the client protos');
-    let messages: Uint8Array[];
-    try {
-      messages = requests.map((r) => def.requestSerialize(r));
-    } catch (err) {
-      throw this.error(label, 'internal', 'INTERNAL', `request did not encode: ${err instanceof Error ? err.message : String(err)}`);
+    const encode = (r: Raw): Uint8Array => {
+      try {
+        return def.requestSerialize(r);
+      } catch (err) {
+        throw this.error(label, 'internal', 'INTERNAL', `request did not encode: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    };
+    let messages: Uint8Array[] | AsyncIterable<Uint8Array>;
+    if (Array.isArray(requests)) messages = requests.map(encode);
+    else {
+      const source = requests;
+      messages = (async function* () {
+        for await (const r of source) yield encode(r);
+      })();
     }
     try {
       await this.channel.invoke({
@@ -369,7 +390,7 @@ export class TalosApiClient {
           } catch (err) {
             throw new CallFailure('protocol', GrpcStatus.INTERNAL, `reply did not decode: ${err instanceof Error ? err.message : String(err)}`);
           }
-          onMessage(decoded);
+          return onMessage(decoded);
         },
       });
     } catch (err) {

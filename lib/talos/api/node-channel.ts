@@ -41,12 +41,19 @@ export interface NodeChannelOptions {
 export interface Invocation {
   /** `/package.Service/Method`. */
   path: string;
-  /** Serialized request messages: one for unary and server-streaming calls. */
-  messages: Uint8Array[];
+  /**
+   * Serialized request messages: one for unary and server-streaming calls. An async iterable (a
+   * client stream too large to hold) is read one message at a time, as the node takes them; its
+   * throw ends the call with that error.
+   */
+  messages: Uint8Array[] | AsyncIterable<Uint8Array>;
   deadlineMs: number;
   signal?: AbortSignal;
-  /** Each reply message as it arrives; a throw ends the call with that error. */
-  onMessage: (message: Buffer) => void;
+  /**
+   * Each reply message as it arrives; a throw ends the call with that error. A promise pauses
+   * the reply (HTTP/2 flow control stops the node) until it settles; its rejection ends the call.
+   */
+  onMessage: (message: Buffer) => unknown;
 }
 
 /**
@@ -313,13 +320,44 @@ export class NodeChannel {
       // A reply with no messages may carry its status in these headers alone ("trailers-only").
       takeStatus(headers);
     });
+    // Replies read but not yet handed over, while a handler's promise holds the stream paused.
+    const backlog: Buffer[] = [];
+    let busy: Promise<void> | undefined;
+    const deliver = (): void => {
+      while (!failed && backlog.length) {
+        let r: unknown;
+        try {
+          r = call.onMessage(backlog.shift()!);
+        } catch (err) {
+          fail(err as Error);
+          return;
+        }
+        if (r instanceof Promise) {
+          stream.pause();
+          busy = r.then(
+            () => {
+              busy = undefined;
+              deliver();
+              if (!busy && !failed) stream.resume();
+            },
+            (err: unknown) => {
+              busy = undefined;
+              fail(err as Error);
+            },
+          );
+          return;
+        }
+      }
+    };
     stream.on('data', (chunk: Buffer) => {
       if (failed) return;
       try {
-        for (const m of reader.push(chunk)) call.onMessage(m);
+        backlog.push(...reader.push(chunk));
       } catch (err) {
         fail(err instanceof FrameError ? new CallFailure(err.tooLarge ? 'resource-exhausted' : 'protocol', err.tooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INTERNAL, err.message) : (err as Error));
+        return;
       }
+      if (!busy) deliver();
     });
     stream.on('trailers', takeStatus);
 
@@ -330,11 +368,44 @@ export class NodeChannel {
       // Node ends the stream's readable side also when the connection is cut, so only a stream
       // that closed cleanly on a live connection really ended without a status.
       const ended = stream.rstCode === http2.constants.NGHTTP2_NO_ERROR && !session.destroyed && !session.closed;
-      settle(failed ?? this.outcome(stream, { httpStatus, grpcStatus, grpcMessage, ended, cutShort: reader.midMessage }));
+      const outcome = this.outcome(stream, { httpStatus, grpcStatus, grpcMessage, ended, cutShort: reader.midMessage });
+      // The last replies' handler may still be at work: the call is over when it is.
+      const done = (): void => {
+        if (busy) void busy.then(done);
+        else settle(failed ?? outcome);
+      };
+      done();
     });
-    for (const m of call.messages) stream.write(encodeMessage(m));
-    stream.end();
+    if (Array.isArray(call.messages)) {
+      for (const m of call.messages) stream.write(encodeMessage(m));
+      stream.end();
+    } else {
+      void this.upload(stream, call.messages).then(
+        () => {
+          if (!stream.closed && !stream.destroyed) stream.end();
+        },
+        (err: unknown) => fail(err as Error),
+      );
+    }
     return stream;
+  }
+
+  /** Writes a client stream one message at a time, waiting for the node to take each (backpressure). */
+  private async upload(stream: http2.ClientHttp2Stream, messages: AsyncIterable<Uint8Array>): Promise<void> {
+    for await (const m of messages) {
+      if (stream.closed || stream.destroyed) return;
+      if (!stream.write(encodeMessage(m))) {
+        await new Promise<void>((resolve) => {
+          const go = (): void => {
+            stream.off('drain', go);
+            stream.off('close', go);
+            resolve();
+          };
+          stream.on('drain', go);
+          stream.on('close', go);
+        });
+      }
+    }
   }
 
   private outcome(

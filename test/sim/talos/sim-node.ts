@@ -208,8 +208,13 @@ export class SimTalosNode {
   etcdLeader: string | undefined;
   /** The etcd database EtcdSnapshot streams; its raft index moves with every write the test makes. */
   etcdData: Buffer = Buffer.from(`sim-etcd-db:${randomBytes(8).toString('hex')}:`.padEnd(4096, '.'));
-  /** What EtcdSnapshot sends wrong: the stream stops short, or one byte changes on the way. */
-  snapshotFault: 'truncated' | 'corrupt' | undefined;
+  /**
+   * What EtcdSnapshot sends wrong: the stream stops short, or one byte changes on the way, or
+   * (`cut`) the stream fails with an error half-way through.
+   */
+  snapshotFault: 'truncated' | 'corrupt' | 'cut' | undefined;
+  /** How many bytes each EtcdSnapshot message carries. */
+  snapshotChunkBytes = 1024;
   etcdRaftIndex = 1024;
   /** The member's database file and the part of it in use; a defragmentation shrinks the first to the second. */
   etcdDbSize = 20_480_000;
@@ -830,11 +835,36 @@ export class SimTalosNode {
 
   private async etcdSnapshot(call: grpc.ServerWritableStream<Raw, Raw>): Promise<void> {
     this.members();
+    const chunk = this.snapshotChunkBytes;
+    // Written as the client takes it (flow control), and from etcdData itself: a large database is not copied.
+    const send = async (bytes: Buffer): Promise<void> => {
+      if (call.cancelled) throw new SimRpcError(grpc.status.CANCELLED, 'cancelled');
+      if (!call.write({ bytes })) {
+        await new Promise<void>((resolve) => {
+          const go = (): void => {
+            call.off('drain', go);
+            call.off('cancelled', go);
+            resolve();
+          };
+          call.on('drain', go);
+          call.on('cancelled', go);
+        });
+      }
+    };
+    if (this.snapshotFault === undefined || this.snapshotFault === 'cut') {
+      const data = this.etcdData;
+      const stopAt = this.snapshotFault === 'cut' ? Math.floor(data.length / 2) : Infinity;
+      for (let i = 0; i < data.length; i += chunk) {
+        if (i >= stopAt) throw new SimRpcError(grpc.status.UNAVAILABLE, 'etcd snapshot stream cut off');
+        await send(data.subarray(i, i + chunk));
+      }
+      await send(createHash('sha256').update(data).digest());
+      return;
+    }
     let file = this.etcdSnapshotFile();
     if (this.snapshotFault === 'truncated') file = file.subarray(0, file.length - 1024);
     if (this.snapshotFault === 'corrupt') file = Buffer.concat([file.subarray(0, 100), Buffer.from([file[100]! ^ 0xff]), file.subarray(101)]);
-    const chunk = 1024;
-    for (let i = 0; i < file.length; i += chunk) call.write({ bytes: file.subarray(i, i + chunk) });
+    for (let i = 0; i < file.length; i += chunk) await send(file.subarray(i, i + chunk));
   }
 
   private etcdRecover(chunks: Buffer[]): Raw {
