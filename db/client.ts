@@ -50,7 +50,7 @@ export async function runMigrations(database: Database): Promise<void> {
 }
 
 /** The file of a `file:` URL (query string dropped); none for memory or remote databases. */
-function localPath(url: string): string | undefined {
+export function localPath(url: string): string | undefined {
   if (!url.startsWith('file:')) return undefined;
   const p = url.slice('file:'.length).split('?')[0]!;
   if (p === '' || p === ':memory:') return undefined;

@@ -37,6 +37,9 @@ const CODE_DIRS = ['runner', 'functions', 'lib', 'db', 'cli'];
 const BUNDLES = [
   { entryPoints: ['runner/main.ts', 'runner/addon-main.ts'], chunkNames: 'chunks/[name]-[hash]' },
   { entryPoints: ['cli/main.ts'], chunkNames: 'chunks/cli-[name]-[hash]' },
+  // A worker thread's module, loaded by path (runner/jobs/backup/executor.ts): its own build, so it
+  // shares no chunk with the runner and lands at dist/runner/jobs/backup/copy-worker.js.
+  { entryPoints: ['runner/jobs/backup/copy-worker.ts'], chunkNames: 'chunks/backup-[name]-[hash]' },
 ];
 // Read at run time relative to the module that reads them: db/client.ts (migrations),
 // lib/talos/api/proto-loader.ts (protos), runner/jobs/provision/root-module.ts (../../../modules).

@@ -1,12 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readdirSync, statSync } from 'node:fs';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createClient } from '@libsql/client';
 import type { Deps } from '../functions/context.ts';
 import { backupJob } from '../functions/backup/job.ts';
-import { backupExecutor } from '../runner/jobs/backup/executor.ts';
+import { backupExecutor, removePartialBackups } from '../runner/jobs/backup/executor.ts';
 import { bind } from '../runner/jobs/registry.ts';
 import { RunAbort, type ExecutorRegistry } from '../lib/jobs/executor.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
-import { untilAborted, waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { ENDED_STATES, untilAborted, waitForRun, createHarness, seedCluster, type Harness } from './support/harness.ts';
 
 let h: Harness;
 let worker: Worker | undefined;
@@ -65,6 +68,84 @@ describe('backup run, end to end', () => {
     const { tenantId } = await seedCluster(h);
     const tok = await h.call('POST', `/v1/tenants/${tenantId}/tokens`, { body: { name: 'x' } });
     expect((await h.call('POST', '/v1/backups', { token: tok.body.token })).status).toBe(403);
+  });
+
+  /** Pads the database with `mb` MiB of random blobs, so that copying it takes a while. */
+  async function padDatabase(mb: number) {
+    const c = h.deps.database.client;
+    await c.execute('CREATE TABLE pad (b BLOB)');
+    await c.execute({ sql: 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) INSERT INTO pad SELECT randomblob(1048576) FROM n', args: [mb] });
+  }
+
+  /** The sizes of the unfinished copies in the backups directory, right now. */
+  function partialSizes(): number[] {
+    const dir = join(h.dir, 'backups');
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return [];
+    }
+    return names.filter((n) => n.endsWith('.partial')).map((n) => statSync(join(dir, n), { throwIfNoEntry: false })?.size ?? 0);
+  }
+
+  it('copies off the event loop: timers fire while the copy is written, and a run with a short lease carries on', async () => {
+    await padDatabase(300);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // A lease of 450 ms: a copy that held the event loop longer ended this run (lease lost).
+    startWorker(
+      {
+        ...Object.fromEntries([bind(backupJob, backupExecutor)]),
+        hold: async ({ signal }) => {
+          await Promise.race([gate, untilAborted(signal)]);
+          signal.throwIfAborted();
+          return { held: true };
+        },
+      },
+      450,
+    );
+    const held = await h.deps.jobs.enqueue({ kind: 'hold', exclusive: false });
+    await waitForRun(h, held.id, ['running']);
+    // Every turn of the loop notes the size of the copy being written.
+    const seen: number[] = [];
+    const ticks = setInterval(() => seen.push(...partialSizes()), 5);
+    try {
+      const res = await h.call('POST', '/v1/backups');
+      expect(res.status).toBe(202);
+      const backup = await waitForRun(h, res.body.run.id);
+      expect(backup.state).toBe('succeeded');
+      const { bytes } = backup.result as { bytes: number };
+      // The loop turned while the copy was still being written (a copy on the loop's own thread
+      // is only ever seen whole).
+      expect(seen.filter((size) => size > 0 && size < bytes).length).toBeGreaterThan(0);
+    } finally {
+      clearInterval(ticks);
+    }
+    release();
+    expect((await waitForRun(h, held.id)).state).toBe('succeeded');
+  });
+
+  it('a backup canceled during its copy leaves no file in the backups directory', async () => {
+    await padDatabase(300);
+    startWorker(Object.fromEntries([bind(backupJob, backupExecutor)]));
+    const res = await h.call('POST', '/v1/backups');
+    const id = res.body.run.id as string;
+    // Canceled once the copy is under way.
+    const ended = async () => (ENDED_STATES as readonly string[]).includes((await h.deps.jobs.get(id))?.state ?? '');
+    await expect.poll(async () => partialSizes().some((size) => size > 0) || (await ended()), { interval: 5, timeout: 20_000 }).toBe(true);
+    expect((await h.call('POST', `/v1/runs/${id}/cancel`)).status).toBe(202);
+    expect((await waitForRun(h, id)).state).toBe('canceled');
+    // The copy's thread finishes the statement it is in, then its file goes.
+    await expect.poll(() => readdir(join(h.dir, 'backups')), { interval: 50, timeout: 20_000 }).toEqual([]);
+  });
+
+  it('start-up removes what an interrupted copy left (the copy and its journal), not the backups', async () => {
+    const dir = join(h.dir, 'backups');
+    await mkdir(dir, { recursive: true });
+    for (const name of ['rezus-a.db', 'rezus-b.db.partial', 'rezus-b.db.partial-journal']) await writeFile(join(dir, name), 'x');
+    expect(await removePartialBackups(h.dir)).toBe(2);
+    expect(await readdir(dir)).toEqual(['rezus-a.db']);
   });
 });
 
