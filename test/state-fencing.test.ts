@@ -10,7 +10,7 @@ import { leaseOwnerIsGone, localWorkerId, workerIdOf } from '../runner/lease-own
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintStateCredential } from '../functions/state/credentials.ts';
 import { writeState, parseStateDocument } from '../functions/state/store.ts';
-import { RunError, stopReason } from '../lib/jobs/executor.ts';
+import { stopReason } from '../lib/jobs/executor.ts';
 import { createLogger } from '../lib/log.ts';
 import { errorMessage } from '../lib/errors.ts';
 import { backupExecutor } from '../runner/jobs/backup/executor.ts';
@@ -288,16 +288,14 @@ describe('files and logs', () => {
     expect((await stat(ok.file)).mode & 0o777).toBe(0o600);
 
     const dir = join(h.deps.settings.dataDir, 'backups');
-    // A copy that dies half-way (disk full): the database client writes part of the file, then fails.
+    // A copy that fails once its thread has created the file (disk full, a source it cannot read):
+    // what the thread wrote is removed, nothing is listed.
     const failing = { ...ctx, run: { ...run, id: 'run_fail' } };
     await mkdir(dir, { recursive: true });
     const names = await readdir(dir);
-    await expect(
-      backupExecutor({ ...failing, deps: { ...h.deps, database: { ...h.deps.database, client: { execute: async (q: { args: string[] }) => {
-        await writeFile(q.args[0]!, 'half written');
-        throw new RunError('disk full');
-      } } as never } } }, {}),
-    ).rejects.toThrow('disk full');
+    const notADatabase = join(h.deps.settings.dataDir, 'not-a-database.db');
+    await writeFile(notADatabase, 'half written '.repeat(400));
+    await expect(backupExecutor({ ...failing, deps: { ...h.deps, database: { ...h.deps.database, url: `file:${notADatabase}` } } }, {})).rejects.toThrow(/not a database/);
     expect(await readdir(dir)).toEqual(names);
   });
 
