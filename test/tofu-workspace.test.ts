@@ -205,7 +205,7 @@ describe('cancel mid-apply', () => {
       const types = events.map((x) => x.type);
       expect(types.indexOf('tofu.apply_start')).toBeGreaterThanOrEqual(0);
       expect(types.indexOf('tofu.apply_start')).toBeLessThan(types.indexOf('tofu.provision_start'));
-      expect(types).toContain('tofu.apply_errored');
+      expect(types, types.join(' ')).toContain('tofu.apply_errored');
       expect(types).not.toContain('tofu.apply_complete');
     } finally {
       await run.dispose();
