@@ -86,3 +86,32 @@ describe('providerSettings through the API', () => {
     expect(ok.status).toBe(200);
   });
 });
+
+describe('a tenant\'s settings in the root module', () => {
+  it('reach the module as the very strings given: tofu evaluates no template in them (no file() on this host)', async () => {
+    const { mkdtemp, mkdir, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { execa } = await import('execa');
+    const given = ['${file("/etc/hostname")}', '%{ if true }x%{ endif }', 'plain $${kept} and $$ and %'];
+    const dir = await mkdtemp(path.join(tmpdir(), 'rz-root-'));
+    try {
+      // A stand-in for providers/aws that hands its settings straight back as outputs.
+      await mkdir(path.join(dir, 'providers', 'aws'), { recursive: true });
+      await writeFile(
+        path.join(dir, 'providers', 'aws', 'main.tf.json'),
+        JSON.stringify({
+          variable: { cluster_name: {}, machines: {}, region: {}, subnet_ids: {} },
+          output: { machines: { value: { region: '${var.region}', subnets: '${var.subnet_ids}' } } },
+        }),
+      );
+      await writeFile(path.join(dir, 'main.tf.json'), JSON.stringify(composeRootModule(['aws'], { aws: { region: given[0]!, subnet_ids: given.slice(1) } })));
+      const env = { ...process.env, TF_IN_AUTOMATION: '1', CHECKPOINT_DISABLE: '1' };
+      await execa('terraform', ['init', '-input=false', '-no-color'], { cwd: dir, env });
+      await execa('terraform', ['apply', '-auto-approve', '-input=false', '-no-color', '-var', 'cluster_name=c', '-var', 'machines_aws={}'], { cwd: dir, env });
+      const out = JSON.parse((await execa('terraform', ['output', '-json', 'machines'], { cwd: dir, env })).stdout) as { region: string; subnets: string[] };
+      expect(out).toEqual({ region: given[0], subnets: given.slice(1) });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -8,9 +8,13 @@ import type { CloudProvider, ProviderSettings, SettingValue } from '../../../fun
 
 export { CLOUD_PROVIDERS, type CloudProvider, type ProviderSettings } from '../../../functions/provision/providers.ts';
 
-/** `${` and `%{` start templates in .tf.json strings; user settings are literals. */
-const literal = (v: SettingValue): SettingValue =>
-  typeof v === 'string' ? v.replace(/\$\{/g, '$${').replace(/%\{/g, '%%{') : Array.isArray(v) ? v.map((s) => literal(s) as string) : v;
+/**
+ * `${` and `%{` start templates in .tf.json strings, which tofu evaluates on this host (`file()`
+ * reads any file it can): a tenant's settings must stay literals, so both are doubled. A function
+ * replaces, since in a replacement string `$$` is one `$`.
+ */
+const escapeTemplates = (s: string): string => s.replace(/\$\{/g, () => '$${').replace(/%\{/g, () => '%%{');
+const literal = (v: SettingValue): SettingValue => (typeof v === 'string' ? escapeTemplates(v) : Array.isArray(v) ? v.map((s) => escapeTemplates(s)) : v);
 
 /**
  * One root module per cluster that calls the module of each provider the cluster uses, so the
