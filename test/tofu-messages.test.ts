@@ -119,6 +119,15 @@ describe('toRunEvent', () => {
     expect(warn.level).toBe('warn');
   });
 
+  it('scrubs a long diagnostic before it bounds it: a secret across the cut leaves no part of itself', () => {
+    const secret = 'hcloud-TOKEN-0123456789abcdefghij';
+    const detail = `${'x'.repeat(1977)} token ${secret} rejected`;
+    const e = toRunEvent(parse({ type: 'diagnostic', '@level': 'error', diagnostic: { severity: 'error', summary: 'bad token', detail } }), { secrets: [secret] });
+    const shown = String((e.data as { detail: string }).detail);
+    expect(shown).not.toContain('hcloud-TOKEN');
+    expect(shown.endsWith('…')).toBe(true);
+  });
+
   it('scrubs secrets, their base64 and JSON-escaped forms, and lines of multi-line secrets', () => {
     const config = 'version: v1alpha1\nmachine:\n  token: abcdefghijklmnop.0123456789abcdef\n';
     const secrets = ['fake-cloud-credential-42', config];

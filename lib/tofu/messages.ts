@@ -190,8 +190,11 @@ function level(m: TofuMessage): RunEvent['level'] {
 
 const MAX_DETAIL = 2000;
 
-/** A diagnostic's detail without what a provisioner printed (it may hold secrets), bounded. */
-export function safeDetail(d: Diagnostic): string | undefined {
+/**
+ * A diagnostic's detail without what a provisioner printed (it may hold secrets), scrubbed, then
+ * bounded: cut first, a secret across the cut would keep its first part past the scrubber.
+ */
+export function safeDetail(d: Diagnostic, scrub: (text: string) => string = (t) => t): string | undefined {
   if (typeof d.detail !== 'string') return undefined;
   let detail = d.detail;
   // Provisioner failures quote the script's output after "Output:"; that part may hold secrets.
@@ -199,6 +202,7 @@ export function safeDetail(d: Diagnostic): string | undefined {
     const i = detail.indexOf('Output:');
     if (i >= 0) detail = `${detail.slice(0, i)}Output: (withheld)`;
   }
+  detail = scrub(detail);
   return detail.length > MAX_DETAIL ? `${detail.slice(0, MAX_DETAIL)}…` : detail;
 }
 
@@ -248,7 +252,7 @@ export function toRunEvent(m: TofuMessage, opts: ToRunEventOptions = {}): RunEve
     data = compact({
       severity: d.severity,
       summary: d.summary,
-      detail: safeDetail(d),
+      detail: safeDetail(d, (t) => r.text(t)),
       address: d.address,
       file: d.range?.filename,
       line: d.range?.start?.line,
