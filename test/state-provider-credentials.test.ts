@@ -33,6 +33,12 @@ describe('provider credentials', () => {
     expect(endpoint.status).toBe(400);
     expect(endpoint.body.error.message).toContain('HCLOUD_ENDPOINT');
     expect(await loadProviderEnv(h.deps, ids.tenantId, ['hetzner'])).toEqual({ HCLOUD_TOKEN: SECRET });
+    // No process can be started with a NUL in its environment: refused here, not at every run.
+    const nul = await h.call('PUT', path('/hetzner'), { body: { env: { HCLOUD_TOKEN: 'abc\u0000def' } } });
+    expect(nul.status).toBe(400);
+    expect(nul.body.error.message).toMatch(/NUL/);
+    expect(JSON.stringify(nul.body)).not.toContain('abc');
+    expect(await loadProviderEnv(h.deps, ids.tenantId, ['hetzner'])).toEqual({ HCLOUD_TOKEN: SECRET });
 
     const replaced = await h.call('PUT', path('/hetzner'), { body: { env: { HCLOUD_TOKEN: 'new-token' } } });
     expect(replaced.status).toBe(200);

@@ -19,7 +19,14 @@ const MAX_VALUE_CHARS = 32 * 1024;
 const envName = z.string().max(128, 'variable names are at most 128 characters').regex(ENV_NAME, 'must be an environment variable name like OCI_TENANCY_OCID');
 export const putCredentials = z.strictObject({
   env: z
-    .record(envName, z.string().max(MAX_VALUE_CHARS, `values are at most ${MAX_VALUE_CHARS} characters`))
+    .record(
+      envName,
+      z
+        .string()
+        .max(MAX_VALUE_CHARS, `values are at most ${MAX_VALUE_CHARS} characters`)
+        // An environment value cannot hold NUL: tofu could never be started with it.
+        .refine((v) => !v.includes('\0'), 'values cannot contain a NUL character'),
+    )
     .refine((e) => Object.keys(e).length > 0, 'must set at least one variable')
     .refine((e) => Object.keys(e).length <= MAX_VARS, `at most ${MAX_VARS} variables`),
 });
