@@ -168,6 +168,15 @@ describe('cloud modules against the providers’ schemas (test/support/cloud-sch
     expect(locals).not.toMatch(/(?<!try\()coalesce\(nonsensitive\(var\.machines\[name\]\.image\)/);
   });
 
+  it('openstack: user_data held to Nova’s 65,535 base64 characters at plan', () => {
+    const size = preconditions(block('resource', 'openstack', 'openstack_compute_instance_v2')).find((p) => p.condition.includes('user_data_b64_chars'));
+    expect(size?.condition).toBe('local.user_data_b64_chars[each.key] <= local.user_data_limit');
+    expect(size?.error_message).toContain('Shorten its patches');
+    const locals = JSON.stringify(parsed.openstack!.locals);
+    expect(locals).toContain('"user_data_limit":65535');
+    expect(locals).toContain('base64encode(var.machines[name].user_data)');
+  });
+
   it('openstack: metadata keys pass Nova’s key rule', () => {
     const keys = Object.keys(block('resource', 'openstack', 'openstack_compute_instance_v2').metadata as object);
     expect(keys.length).toBeGreaterThan(0);

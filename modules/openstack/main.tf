@@ -78,6 +78,12 @@ locals {
     }
   }
   with_fip = toset([for name in local.names : name if local.spec[name].fip])
+  # Nova takes user_data base64-encoded and caps that at 65,535 characters (about 48 KiB of config);
+  # past it the create fails mid-apply, after other machines may have been made.
+  user_data_limit = 65535
+  user_data_b64_chars = {
+    for name in local.names : name => nonsensitive(length(base64encode(var.machines[name].user_data)))
+  }
 }
 
 resource "openstack_compute_instance_v2" "machine" {
@@ -115,6 +121,10 @@ resource "openstack_compute_instance_v2" "machine" {
     precondition {
       condition     = local.spec[each.key].size != null
       error_message = "openstack: machine ${each.key} has no flavor: set providerSettings.openstack.default_size to a flavor name."
+    }
+    precondition {
+      condition     = local.user_data_b64_chars[each.key] <= local.user_data_limit
+      error_message = "openstack: machine ${each.key}'s Talos config is ${local.user_data_b64_chars[each.key]} characters in base64; Nova accepts at most 65535. Shorten its patches."
     }
     precondition {
       condition     = !local.spec[each.key].fip || var.floating_ip_pool != null
