@@ -243,6 +243,22 @@ describe('cloud modules against the providers’ schemas (test/support/cloud-sch
     expect(image?.error_message).toContain('oracle-arm64');
   });
 
+  it('aws: talos_version takes a release and a pre-release, as a cluster may run either', async () => {
+    const { execa } = await import('execa');
+    const v = variable('aws', 'talos_version')!;
+    const validation = (v.validation as HclBlock[])[0]!;
+    // The module's own variable block, alone in a root module: its validation is what tofu runs.
+    const dir = await mkdtemp(path.join(root, 'talos-version-'));
+    await writeFile(path.join(dir, 'main.tf.json'), JSON.stringify({ variable: { talos_version: { type: 'string', default: null, validation: [{ condition: `\${${expression(validation.condition)}}`, error_message: validation.error_message }] } } }));
+    const plan = (value: string) => execa(binary, ['plan', '-input=false', '-no-color', '-var', `talos_version=${value}`], { cwd: dir, reject: false, env: { PATH: hostPath, TF_IN_AUTOMATION: '1' } });
+    for (const ok of ['v1.13.9', 'v1.14.0-rc.1', 'v1.14.0-beta.0']) expect((await plan(ok)).exitCode, ok).toBe(0);
+    for (const bad of ['1.13.9', 'v1.13', 'v1.13.9-', 'v1.13.9 ']) {
+      const r = await plan(bad);
+      expect(r.exitCode, bad).toBe(1);
+      expect(r.stderr).toContain('talos_version must look like');
+    }
+  }, 60_000);
+
   it.each(['oci', 'aws'])('%s: enable_ipv6 has no default (a subnet without IPv6 must not fail by surprise)', (name) => {
     const v = variable(name, 'enable_ipv6')!;
     expect(expression(v.type)).toBe('bool');

@@ -51,8 +51,9 @@ variable "talos_version" {
   type        = string
   default     = null
   validation {
-    condition     = var.talos_version == null || can(regex("^v\\d+\\.\\d+\\.\\d+$", var.talos_version))
-    error_message = "talos_version must look like v1.13.9."
+    # Pre-releases too (v1.14.0-rc.1): a cluster on one gets it passed here as its version.
+    condition     = var.talos_version == null || can(regex("^v\\d+\\.\\d+\\.\\d+(-[0-9A-Za-z][0-9A-Za-z.]*)?$", var.talos_version))
+    error_message = "talos_version must look like v1.13.9 or v1.14.0-rc.1."
   }
 }
 
