@@ -202,6 +202,37 @@ describe('bad input changes nothing', () => {
     }
     expect((await h.call('GET', '/v1/clusters')).body.clusters).toHaveLength(0);
   });
+
+  it('refuses a Kubernetes version the cluster\'s Talos does not run, naming the range', async () => {
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'home' } });
+    const base = { tenant: t.body.id, name: 'c1', endpoint: 'https://10.0.0.1:6443' };
+    for (const [talosVersion, kubernetesVersion, message] of [
+      ['v1.13.9', '1.37.0', 'kubernetesVersion: Kubernetes 1.37.0 is too new for Talos v1.13.9 (it runs 1.31 to 1.36)'],
+      ['v1.13.9', '1.29.0', 'kubernetesVersion: Kubernetes 1.29.0 is too old for Talos v1.13.9 (it runs 1.31 to 1.36)'],
+      ['v1.12.11', '1.36.3', 'kubernetesVersion: Kubernetes 1.36.3 is too new for Talos v1.12.11 (it runs 1.30 to 1.35)'],
+    ] as const) {
+      const res = await h.call('POST', '/v1/clusters', { body: { ...base, talosVersion, kubernetesVersion } });
+      expect(res.status, `${talosVersion} + ${kubernetesVersion}`).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'invalid_request', message });
+    }
+    // Nothing is checked against a Talos line the table does not know yet, as for upgrades.
+    const unknown = await h.call('POST', '/v1/clusters', { body: { ...base, name: 'future', talosVersion: 'v1.99.0', kubernetesVersion: '1.36.3' } });
+    expect(unknown.status).toBe(201);
+    expect((await h.call('GET', '/v1/clusters')).body.clusters.map((c: { name: string }) => c.name)).toEqual(['future']);
+  });
+
+  it('refuses a PATCH to a Kubernetes version the cluster\'s Talos does not run', async () => {
+    const { clusterId } = await seedCluster(h);
+    const res = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { kubernetesVersion: '1.37.0' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', details: { supported: { min: '1.31', max: '1.36' } } });
+    expect(res.body.error.message).toMatch(/too new for Talos v1\.13\.9 \(it runs 1\.31 to 1\.36\)/);
+    expect((await h.call('GET', `/v1/clusters/${clusterId}`)).body.kubernetesVersion).toBe('1.36.3');
+    // A row stored before this rule keeps the version it has, and stays editable.
+    await h.deps.database.client.execute({ sql: 'UPDATE clusters SET kubernetes_version = ? WHERE id = ?', args: ['1.37.0', clusterId] });
+    const edit = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { kubernetesVersion: '1.37.0', endpoint: 'https://[2001:db8::2]:6443' } });
+    expect(edit.status).toBe(200);
+  });
 });
 
 describe('ops endpoints', () => {

@@ -95,6 +95,19 @@ describe('cluster secrets and configs over the API', () => {
     expect(JSON.stringify(audit.body)).not.toContain('PRIVATE');
   });
 
+  it('writes talosconfig nodes as bare hosts (apid refuses a target with a port), endpoints as given', async () => {
+    const { clusterId } = await seedCluster(h);
+    await addMachine(clusterId, { name: 'cp1', role: 'controlplane', provider: 'metal', address: '[2001:db8::10]:50000' });
+    await addMachine(clusterId, { name: 'w1', role: 'worker', provider: 'metal', address: '192.0.2.7:50001' });
+    await addMachine(clusterId, { name: 'w2', role: 'worker', provider: 'metal', address: '2001:db8::12' });
+    const tc = await h.call('GET', `/v1/clusters/${clusterId}/talosconfig`);
+    expect(tc.status).toBe(200);
+    const talosconfig = parse(tc.body as string);
+    const ctx = talosconfig.contexts[talosconfig.context];
+    expect(ctx.nodes).toEqual(['2001:db8::10', '192.0.2.7', '2001:db8::12']);
+    expect(ctx.endpoints).toEqual(['[2001:db8::10]:50000']);
+  });
+
   it('gives secrets only to the admin or a token with secrets:read', async () => {
     const { clusterId, tenantId } = await seedCluster(h);
     const plain = (await h.call('POST', `/v1/tenants/${tenantId}/tokens`, { body: { name: 'rw' } })).body.token;

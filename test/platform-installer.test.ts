@@ -61,6 +61,23 @@ describe('installer image per platform', () => {
     for (const id of Object.values(ids)) expect(await installImageOf(clusterId, id)).toBe(own);
   });
 
+  it('installs the cluster’s own installer at the Talos version it runs after an upgrade', async () => {
+    const { clusterId } = await seedCluster(h, 'home', { talosVersion: 'v1.12.11', kubernetesVersion: '1.35.2', installerImage: 'registry.example/talos/installer:v1.12.11' });
+    // What a finished upgrade run leaves: the new version, the settings as they were.
+    await h.deps.database.client.execute({ sql: 'UPDATE clusters SET talos_version = ? WHERE id = ?', args: [VERSION, clusterId] });
+    const ids = await addMachines(clusterId);
+    for (const id of Object.values(ids)) expect(await installImageOf(clusterId, id)).toBe(`registry.example/talos/installer:${VERSION}`);
+  });
+
+  it('keeps an installer image pinned by digest as given, whatever the cluster’s version', async () => {
+    const pinned = `registry.example/talos/installer@sha256:${'b'.repeat(64)}`;
+    const { clusterId } = await seedCluster(h, 'home', { talosVersion: 'v1.12.11', kubernetesVersion: '1.35.2', installerImage: pinned });
+    const { metal } = await addMachines(clusterId);
+    expect(await installImageOf(clusterId, metal!)).toBe(pinned);
+    await h.deps.database.client.execute({ sql: 'UPDATE clusters SET talos_version = ? WHERE id = ?', args: [VERSION, clusterId] });
+    expect(await installImageOf(clusterId, metal!)).toBe(pinned);
+  });
+
   it('upgrades each machine to its own platform’s installer unless the caller names one image', async () => {
     const { clusterId } = await seedCluster(h);
     const ids = await addMachines(clusterId);

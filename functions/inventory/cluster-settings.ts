@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { checkProviderSettings } from '../../lib/cloud/provider-settings.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
+import { kubernetesRangeOf, kubernetesUnsupportedReason } from '../../lib/talos/k8s-compat.ts';
 import { DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION } from '../../lib/talos/versions.ts';
 import { endpointSchema, kubernetesVersionSchema, talosVersionSchema } from '../../lib/talos/validate.ts';
 import { clusterTalosInput, toClusterSettings } from '../machine-config/settings.ts';
@@ -35,7 +36,22 @@ export const clusterUpdateInput = z.strictObject({
   providerSettings: providerSettingsInput.optional(),
 });
 
-export function validateClusterInput(body: z.output<typeof clusterSettingsInput>) {
+/**
+ * Talos refuses a config whose Kubernetes image tags are outside its support range, so a cluster
+ * with such a pair could never boot. A Talos line the table does not know yet is not checked (as
+ * for upgrades), and neither is the version the cluster already has: rows stored before this rule
+ * must stay editable.
+ */
+function checkKubernetesSupported(talosVersion: string, kubernetesVersion: string, current?: string) {
+  if (kubernetesVersion === current) return;
+  const range = kubernetesRangeOf(talosVersion);
+  const reason = range && kubernetesUnsupportedReason(talosVersion, kubernetesVersion);
+  if (reason) throw new ApiError(400, 'invalid_request', `kubernetesVersion: ${reason}`, { supported: range });
+}
+
+/** `current`: the cluster's stored Kubernetes version, on a PATCH. */
+export function validateClusterInput(body: z.output<typeof clusterSettingsInput>, current?: { kubernetesVersion: string }) {
+  checkKubernetesSupported(body.talosVersion, body.kubernetesVersion, current?.kubernetesVersion);
   const settings = toClusterSettings(body);
   if ('error' in settings) throw new ApiError(400, 'invalid_request', describeZodError(settings.error));
   const problems = checkProviderSettings(body.providerSettings ?? {});

@@ -134,7 +134,7 @@ export function clusterRoutes() {
       serviceSubnets: body.serviceSubnets ?? current.serviceSubnets,
       patches: body.patches ?? current.patches,
       providerSettings: body.providerSettings ?? (cluster.settings.providerSettings as never),
-    });
+    }, cluster);
     const next = { ...cluster, ...merged };
     const secrets = openClusterSecrets(c.var.deps, cluster);
     const rows = await db.select().from(machines).where(eq(machines.clusterId, cluster.id));

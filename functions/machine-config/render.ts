@@ -6,7 +6,8 @@ import type { ClusterSecrets } from '../../lib/talos/secrets.ts';
 import { DomainError } from '../../lib/errors.ts';
 import type { ClusterRow, MachineRow } from '../inventory/load.ts';
 import { addressHost } from '../inventory/address.ts';
-import { readClusterSettings } from './settings.ts';
+import { defaultUpgradeImage } from '../upgrade/plan.ts';
+import { readClusterSettings, type ClusterTalosSettings } from './settings.ts';
 
 type MachineLike = Pick<MachineRow, 'name' | 'role' | 'installDisk' | 'patches' | 'address'> & {
   provider?: MachineRow['provider'];
@@ -31,14 +32,25 @@ export function machineConfigInput(cluster: ClusterLike, machine: MachineLike, s
     kubernetesVersion: cluster.kubernetesVersion,
     hostname: machine.name,
     installDisk: machine.installDisk ?? s.installDisk,
-    // Each machine boots its own platform's installer (see INSTALLER_PLATFORMS).
-    ...(s.installerImage ? { installerImage: s.installerImage } : { schematic: s.schematic, platform: installerPlatform(machine.provider) }),
+    ...installerOf(s, cluster.talosVersion, machine.provider),
     addresses,
     network: { podSubnets: s.podSubnets, serviceSubnets: s.serviceSubnets },
     clusterPatches: s.patches,
     machinePatches: machine.patches as MachineConfigInput['machinePatches'],
     extraDocuments,
   };
+}
+
+/**
+ * The cluster's own installer at its Talos version, else its platform's Image Factory installer
+ * (see INSTALLER_PLATFORMS). An upgrade moves talosVersion but leaves the stored image alone, so a
+ * machine added afterwards would install the old Talos: a tagged image is re-tagged the way the
+ * upgrade run picked it. An image given by digest is a pin to one build whose version we cannot
+ * read, so it is used as given.
+ */
+function installerOf(s: ClusterTalosSettings, talosVersion: string, provider: MachineLike['provider']) {
+  if (!s.installerImage) return { schematic: s.schematic, platform: installerPlatform(provider) };
+  return { installerImage: s.installerImage.includes('@') ? s.installerImage : defaultUpgradeImage(s, talosVersion) };
 }
 
 function rejecting<T>(field: string, fn: () => T): T {

@@ -5,6 +5,7 @@ import { requireScope } from '../auth.ts';
 import { renderKubeconfig, renderTalosconfig } from '../../lib/talos/clientconfig.ts';
 import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../context.ts';
+import { addressHost } from '../inventory/address.ts';
 import { loadCluster, loadMachine, type ClusterRow } from '../inventory/load.ts';
 import { renderOrReject } from './render.ts';
 import { meshDocuments } from '../../lib/mesh/dial.ts';
@@ -39,7 +40,9 @@ export function machineConfigRoutes() {
     const text = await renderTalosconfig({
       clusterName: cluster.name,
       endpoints,
-      nodes: endpointsOf(rows),
+      // apid refuses to proxy to a target with a port ("invalid target"): nodes are bare hosts,
+      // while endpoints keep theirs (talosctl dials them).
+      nodes: endpointsOf(rows).map(addressHost),
       secrets: openClusterSecrets(c.var.deps, cluster),
     });
     await audited(c, cluster, 'secrets.talosconfig', cluster.id);
