@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +62,8 @@ describe('runner crash mid-apply', () => {
       return r.body.state === 'running' ? undefined : r.body;
     }, 'the crashed run to be reaped', UNTIL_MS);
     expect(ended.state).toBe('interrupted');
+    // Its run directory held the machine configs: gone with the reap, not left for the next start.
+    await until(async () => (existsSync(join(dataDir!, 'runs', run.id)) ? undefined : true), 'the run directory to go', UNTIL_MS);
     const lock = await api(second.url, 'GET', `/v1/clusters/${c.body.id}/state-lock`);
     expect(lock.status).toBe(200);
     expect(lock.body).toEqual({ lock: null });

@@ -6,6 +6,7 @@ import type { Deps } from '../../functions/context.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
 import { meshStunCron } from './mesh/stun.ts';
 import { describeZodError } from '../../lib/http/validate.ts';
+import { errorMessage } from '../../lib/errors.ts';
 import { RunError, type Executor, type ExecutorRegistry, type JobExecutor } from '../../lib/jobs/executor.ts';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
 import type { CronJob } from '../cron.ts';
@@ -130,8 +131,37 @@ export function executors(): AppExecutors {
 export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<void> {
   for (const id of runIds) {
     const run = await deps.jobs.get(id);
-    if (leaseOwnerIsGone(run?.leaseOwner)) await revokeStateCredential(deps, id);
-    else deps.log.warn('interrupted run keeps its state lock until its process ends', { run: id, worker: run?.leaseOwner ?? null });
+    if (run && leaseOwnerIsGone(run.leaseOwner)) {
+      await revokeStateCredential(deps, id);
+      await removeDeadRunFiles(deps, run);
+    } else deps.log.warn('interrupted run keeps its state lock until its process ends', { run: id, worker: run?.leaseOwner ?? null });
+  }
+}
+
+/**
+ * The run directory a dead run left (its machine configs, a vars file): a start sweeps only runs
+ * already ended, and this one ended at its reap. What its tofu could not upload (errored.tfstate)
+ * is stored first; if that fails the directory stays, for the next start to try.
+ */
+async function removeDeadRunFiles(deps: Deps, run: { id: string; tenantId: string | null; clusterId: string | null }): Promise<void> {
+  // Loaded only here: the reap path is the only one on a start that needs tofu's workspace code.
+  const [{ runDirFor }, { storeErroredState }, { rm }, { join }] = await Promise.all([
+    import('../../lib/tofu/workspace.ts'),
+    import('./provision/errored-state.ts'),
+    import('node:fs/promises'),
+    import('node:path'),
+  ]);
+  let dir: string;
+  try {
+    dir = runDirFor(deps.settings.dataDir, run.id);
+  } catch {
+    return;
+  }
+  try {
+    if (run.tenantId && run.clusterId) await storeErroredState(deps, { workDir: join(dir, 'work'), runId: run.id, tenantId: run.tenantId, clusterId: run.clusterId });
+    await rm(dir, { recursive: true, force: true });
+  } catch (err) {
+    deps.log.error('files of an interrupted run not removed', { run: run.id, error: errorMessage(err) });
   }
 }
 
