@@ -80,6 +80,21 @@ describe('provision with real tofu on modules/local', () => {
     expect(await h.deps.db.select().from(stateLocks)).toEqual([]);
   });
 
+  it('an approval whose taking of the plan fails queues no apply: the run and the taking commit together', async () => {
+    const { clusterId } = await localCluster({ machines: ['cp1'] });
+    const planned = await waitForRun(h, (await provision(clusterId, { mode: 'plan' })).body.run.id);
+    const runsBefore = (await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs.length;
+    // The write that marks the plan taken fails (a dropped request, a full disk).
+    await h.deps.database.client.execute("CREATE TRIGGER refuse_plan_take BEFORE UPDATE ON provision_plans BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
+    expect((await h.call('POST', `/v1/runs/${planned.id}/approve`)).status).toBe(500);
+    await h.deps.database.client.execute('DROP TRIGGER refuse_plan_take');
+    expect((await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs.length).toBe(runsBefore);
+    // The plan is still there to approve, once.
+    const approve = await h.call('POST', `/v1/runs/${planned.id}/approve`);
+    expect(approve.status).toBe(202);
+    expect((await waitForRun(h, approve.body.run.id)).state).toBe('succeeded');
+  });
+
   it('refuses a stale plan: the state moved since it was made', async () => {
     const { clusterId } = await localCluster();
     const planned = await waitForRun(h, (await provision(clusterId, { mode: 'plan' })).body.run.id);

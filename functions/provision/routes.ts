@@ -70,13 +70,15 @@ export function approveRoutes() {
       throw new ApiError(409, 'stale_plan', 'the state changed since this plan was made; plan again');
     }
     const cluster = await loadCluster(c, plan.clusterId);
-    const run = await enqueueProvision(c.var.deps, cluster, { mode: 'apply', destroy: plan.destroy, planRun: planRun.id }, c.var.principal.tokenId);
-    const [taken] = await db
-      .update(provisionPlans)
-      .set({ appliedBy: run.id })
-      .where(and(eq(provisionPlans.runId, planRun.id), isNull(provisionPlans.appliedBy)))
-      .returning();
-    if (!taken) {
+    // The apply run and the plan's taking commit together: queued first, a worker could claim the
+    // run and find the plan not yet its own, and a crash in between left a run with no plan.
+    const params = provisionJob.params.parse({ mode: 'apply', destroy: plan.destroy, planRun: planRun.id });
+    const run = await jobs.enqueueWith({ kind: provisionJob.kind, params, tenantId: cluster.tenantId, clusterId: cluster.id, exclusive: true, createdBy: c.var.principal.tokenId }, (id) => [
+      db.update(provisionPlans).set({ appliedBy: id }).where(and(eq(provisionPlans.runId, planRun.id), isNull(provisionPlans.appliedBy))),
+    ]);
+    const taken = await db.select({ appliedBy: provisionPlans.appliedBy }).from(provisionPlans).where(eq(provisionPlans.runId, planRun.id)).get();
+    if (taken?.appliedBy !== run.id) {
+      // Another approval took it in between: this run finds the plan someone else's and stops.
       await jobs.requestCancel(run.id);
       throw conflict('this plan was approved concurrently');
     }
