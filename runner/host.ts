@@ -8,7 +8,7 @@ import { openDatabase, runMigrations } from '../db/client.ts';
 import { createApp, mountRoutesNow, type AppOptions } from '../functions/app.ts';
 import { assembleDeps, type Deps } from '../functions/context.ts';
 import type { AppExecutors } from './jobs/registry.ts';
-import { closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
+import { clearRunFiles, closeExecutors, cronJobs, executors, onRunsInterrupted } from './jobs/registry.ts';
 import { removeStaleRunFiles } from '../lib/tofu/run-files.ts';
 import { isTerminal } from '../lib/jobs/types.ts';
 import { removePartialBackups } from './jobs/backup/executor.ts';
@@ -106,7 +106,10 @@ export async function startHost(
   // only files of runs the database says have ended are removed.
   await removeStaleRunFiles(config.dataDir, async (runId) => {
     const run = await deps.jobs.get(runId);
-    return !run || isTerminal(run.state);
+    if (!run) return true;
+    // An ended run's directory may hold what its tofu could not upload: stored, then removed.
+    if (isTerminal(run.state)) await clearRunFiles(deps, run);
+    return false;
   });
   await removePartialBackups(config.dataDir);
 

@@ -5,7 +5,7 @@ import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { releaseLocksOfDeadRuns } from '../runner/jobs/registry.ts';
+import { clearRunFiles, releaseLocksOfDeadRuns } from '../runner/jobs/registry.ts';
 import { leaseOwnerIsGone, localWorkerId, workerIdOf } from '../runner/lease-owner.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mintStateCredential } from '../functions/state/credentials.ts';
@@ -275,6 +275,23 @@ describe('errored.tfstate', () => {
     const stored = await storeErroredState(h.deps, { workDir, runId: run.id, ...ids });
     expect(stored).toEqual({ version: 1, recoverable: false });
     expect(await readdir(workDir)).toEqual([]);
+    const admin = await h.app.request(`/v1/state/${ids.tenantId}/${ids.clusterId}`, { headers: { authorization: `Bearer ${h.adminToken}` } });
+    expect(await admin.text()).toBe(body);
+  });
+
+  it('left in an ended run\'s directory, is stored before the directory goes; if it cannot be, the directory stays', async () => {
+    const run = await runOf();
+    const dir = join(h.deps.settings.dataDir, 'runs', run.id);
+    await mkdir(join(dir, 'work'), { recursive: true });
+    const body = stateDoc('lin', 7, withMachine);
+    await writeFile(join(dir, 'work', ERRORED_STATE_FILE), body);
+    // The database refuses the write: the file is all there is of that state, so nothing goes.
+    await h.deps.database.client.execute("CREATE TRIGGER refuse_state BEFORE INSERT ON state_versions BEGIN SELECT RAISE(ABORT, 'injected failure'); END");
+    await clearRunFiles(h.deps, run);
+    expect(await readdir(join(dir, 'work'))).toEqual([ERRORED_STATE_FILE]);
+    await h.deps.database.client.execute('DROP TRIGGER refuse_state');
+    await clearRunFiles(h.deps, run);
+    await expect(stat(dir)).rejects.toThrow(/ENOENT/);
     const admin = await h.app.request(`/v1/state/${ids.tenantId}/${ids.clusterId}`, { headers: { authorization: `Bearer ${h.adminToken}` } });
     expect(await admin.text()).toBe(body);
   });

@@ -133,17 +133,17 @@ export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<v
     const run = await deps.jobs.get(id);
     if (run && leaseOwnerIsGone(run.leaseOwner)) {
       await revokeStateCredential(deps, id);
-      await removeDeadRunFiles(deps, run);
+      await clearRunFiles(deps, run);
     } else deps.log.warn('interrupted run keeps its state lock until its process ends', { run: id, worker: run?.leaseOwner ?? null });
   }
 }
 
 /**
- * The run directory a dead run left (its machine configs, a vars file): a start sweeps only runs
- * already ended, and this one ended at its reap. What its tofu could not upload (errored.tfstate)
- * is stored first; if that fails the directory stays, for the next start to try.
+ * The run directory an ended run left (its machine configs, a vars file): at its reap, or at a
+ * start for a run that ended while its directory could not go. What its tofu could not upload
+ * (errored.tfstate) is stored first; if that fails the directory stays, for the next start to try.
  */
-async function removeDeadRunFiles(deps: Deps, run: { id: string; tenantId: string | null; clusterId: string | null }): Promise<void> {
+export async function clearRunFiles(deps: Deps, run: { id: string; tenantId: string | null; clusterId: string | null }): Promise<void> {
   // Loaded only here: the reap path is the only one on a start that needs tofu's workspace code.
   const [{ runDirFor }, { storeErroredState }, { rm }, { join }] = await Promise.all([
     import('../../lib/tofu/workspace.ts'),

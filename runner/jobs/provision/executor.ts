@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { clusters, machines } from '../../../db/schema/index.ts';
 import { withClusterDefaults } from '../../../lib/cloud/cluster-defaults.ts';
 import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import { errorMessage } from '../../../lib/errors.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { ProvisionParams } from '../../../functions/provision/job.ts';
 import { machineAddressesFrom, resolveTofuBinary, TofuCommandError, TofuWorkspace, type RunEvent, type RunFiles, type TofuOutput } from '../../../lib/tofu/index.ts';
@@ -139,21 +140,29 @@ export const provisionExecutor: JobExecutor<Deps, ProvisionParams> = async ({ ru
     }
     throw err;
   } finally {
-    // tofu has exited here: whatever it could not upload is stored before its directory goes.
-    try {
-      const errored = await storeErroredState(deps, { workDir: ws.dir, runId: run.id, tenantId: cluster.tenantId, clusterId: cluster.id });
-      if (errored) {
-        await emit({
-          level: 'warn',
-          type: 'provision.errored_state',
-          message: `tofu could not upload its state; stored it as version ${errored.version}${errored.recoverable ? ' (hidden, for recovery)' : ''}`,
-          data: errored,
-        });
-      }
-    } finally {
-      // Files and credential are independent: removed side by side, and one failing does not keep the others.
-      await allOf([files?.dispose(), ws.disposeRun(), revokeStateCredential(deps, run.id)]);
-    }
+    // tofu has exited here: whatever it could not upload is stored before its directory goes. If
+    // that fails too (the database), the directory keeps errored.tfstate for the next start, which
+    // stores it before it removes the directory (clearRunFiles).
+    const stored = await keepErroredState({ tenantId: cluster.tenantId, clusterId: cluster.id }).then(
+      () => true,
+      (err: unknown) => {
+        deps.log.error('errored.tfstate not stored; the run directory keeps it', { run: run.id, error: errorMessage(err) });
+        return false;
+      },
+    );
+    // Files and credential are independent: removed side by side, and one failing does not keep the others.
+    await allOf([files?.dispose(), stored ? ws.disposeRun() : undefined, revokeStateCredential(deps, run.id)]);
+  }
+
+  async function keepErroredState(ids: { tenantId: string; clusterId: string }): Promise<void> {
+    const errored = await storeErroredState(deps, { workDir: ws.dir, runId: run.id, ...ids });
+    if (!errored) return;
+    await emit({
+      level: 'warn',
+      type: 'provision.errored_state',
+      message: `tofu could not upload its state; stored it as version ${errored.version}${errored.recoverable ? ' (hidden, for recovery)' : ''}`,
+      data: errored,
+    });
   }
 
   async function applySaved(planRunId: string, planFile: string) {
