@@ -177,6 +177,20 @@ describe('TofuWorkspace on modules/local (real tofu, local backend)', () => {
   });
 });
 
+describe('the shared plugin cache', () => {
+  it('sees one init at a time: tofu does not make its cache safe for concurrent use', async () => {
+    const log = path.join(root, 'inits.log');
+    const fake = path.join(root, 'fake-tofu-init');
+    // Records when each init runs; long enough that two at once would overlap.
+    await writeFile(fake, `#!/bin/sh\necho "start $$" >> ${log}\nmkdir -p .terraform\nsleep 0.3\necho "end $$" >> ${log}\n`, { mode: 0o755 });
+    await Promise.all(['cache-a', 'cache-b', 'cache-c'].map((id) => workspace(id, { binary: fake }).init()));
+    const lines = (await readFile(log, 'utf8')).trim().split('\n');
+    expect(lines).toHaveLength(6);
+    // Each start is followed by its own end before the next start.
+    for (let i = 0; i < lines.length; i += 2) expect(lines[i + 1]).toBe(lines[i]!.replace('start', 'end'));
+  });
+});
+
 describe('cancel mid-apply', () => {
   it('stops with SIGINT, leaves a consistent state and a later apply succeeds', async () => {
     const ws = workspace('cluster-cancel');

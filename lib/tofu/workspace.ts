@@ -6,7 +6,8 @@ import { backendBlock, backendConfigArgs, backendEnv, backendSecrets } from './b
 import type { TofuBackend } from './backend.ts';
 import { describeDiagnostic, fromStream, fromText } from './diagnostics.ts';
 import { copyEntry, copyTree } from './copy-tree.ts';
-import { runTofu } from './executor.ts';
+import pLimit, { type LimitFunction } from 'p-limit';
+import { pluginCacheDir, runTofu } from './executor.ts';
 import type { TofuExecResult, TofuSubcommand } from './executor.ts';
 import { isChangeSummary, isDiagnostic, isOutputs, isPlannedChange, toRunEvent } from './messages.ts';
 import type { ChangeAction, ChangeSummaryMessage, RunEvent, TofuMessage } from './messages.ts';
@@ -181,6 +182,18 @@ const currentSnapshot = (root: string): Promise<string | null> =>
     () => null,
   );
 
+/**
+ * One init at a time per plugin cache: tofu documents its cache as not safe for concurrent use,
+ * and two clusters' inits fetching the same provider into it at once could leave it torn. The
+ * other commands only read it. Per process: one runner per data dir is the supported setup.
+ */
+const initQueues = new Map<string, LimitFunction>();
+function initsOf(cacheDir: string): LimitFunction {
+  let queue = initQueues.get(cacheDir);
+  if (!queue) initQueues.set(cacheDir, (queue = pLimit(1)));
+  return queue;
+}
+
 /** The directory of one run's work dir and files, when the workspace is opened for a run. */
 export function runDirFor(dataDir: string, runId: string): string {
   if (!ID.test(runId) || !runId.startsWith(RUN_DIR_PREFIX)) throw new Error(`invalid run id ${JSON.stringify(runId)}`);
@@ -290,6 +303,10 @@ export class TofuWorkspace {
    * Returns whether init ran.
    */
   async init(hooks: CommandHooks = {}): Promise<boolean> {
+    return initsOf(pluginCacheDir(this.opts.dataDir))(() => this.initOnce(hooks));
+  }
+
+  private async initOnce(hooks: CommandHooks): Promise<boolean> {
     await this.sync();
     const stampFile = path.join(this.dir, '.terraform', INIT_STAMP);
     if (this.opts.runId) await this.restoreInit();
