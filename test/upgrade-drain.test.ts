@@ -10,6 +10,8 @@ import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } fro
 
 const FROM = 'v1.13.2';
 const TO = 'v1.13.9';
+/** What the upgrade marks its own cordon with; operators may see and rely on the name. */
+const CORDON_ANNOTATION = 'rezuscloud.io/cordoned-for-upgrade';
 
 let h: Harness | undefined;
 let worker: Worker | undefined;
@@ -73,8 +75,10 @@ describe('drained Talos upgrades', () => {
     const w1Writes = c.kube.writes.filter((w) => w.path.includes('w1'));
     // Cordon, the two evictions (concurrent, any order), uncordon.
     expect(w1Writes.map((w) => w.method)).toEqual(['PATCH', 'POST', 'POST', 'PATCH']);
-    expect(w1Writes[0]!.body).toEqual({ spec: { unschedulable: true } });
-    expect(w1Writes.at(-1)!.body).toEqual({ spec: { unschedulable: null } });
+    // The cordon carries the mark a later run uncordons by, and the uncordon removes it.
+    expect(w1Writes[0]!.body).toEqual({ metadata: { annotations: { [CORDON_ANNOTATION]: 'true' } }, spec: { unschedulable: true } });
+    expect(w1Writes.at(-1)!.body).toEqual({ metadata: { annotations: { [CORDON_ANNOTATION]: null } }, spec: { unschedulable: null } });
+    expect(c.kube.nodeAnnotations('w1')).toEqual({});
     expect(new Set(w1Writes.slice(1, 3).map((w) => w.path))).toEqual(new Set(['/api/v1/namespaces/apps/pods/cache-w1/eviction', '/api/v1/namespaces/apps/pods/web-w1/eviction']));
     expect(c.kube.pods('w1').map((p) => p.name).sort()).toEqual(['proxy-w1', 'static-w1']);
 
@@ -106,7 +110,8 @@ describe('drained Talos upgrades', () => {
     // How many retries fit in the timeout depends on the machine's load; the retry itself is tested below.
     expect(refused.length).toBeGreaterThanOrEqual(1);
     const node = c.kube.writes.filter((w) => w.path === '/api/v1/nodes/w1');
-    expect(node.map((w) => w.body)).toEqual([{ spec: { unschedulable: true } }]);
+    expect(node.map((w) => w.body)).toEqual([{ metadata: { annotations: { [CORDON_ANNOTATION]: 'true' } }, spec: { unschedulable: true } }]);
+    expect(c.kube.nodeAnnotations('w1')).toEqual({ [CORDON_ANNOTATION]: 'true' });
     expect(events.some((e) => e.type === 'upgrade.drain' && e.level === 'error' && e.data?.remaining?.[0]?.name === 'web-w1')).toBe(true);
     expect((await h.call('GET', `/v1/clusters/${c.clusterId}`)).body.talosVersion).toBe(FROM);
   });

@@ -10,12 +10,14 @@ import { VANILLA_SCHEMATIC } from '../lib/talos/installer.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { finishedRun, createHarness, type Harness } from './support/harness.ts';
 import type { Json } from './support/api-caller.ts';
-import { clusters } from '../db/schema/index.ts';
+import { clusters, machines } from '../db/schema/index.ts';
 import { eq } from 'drizzle-orm';
 import { fleet, startUpgradeCluster, type MachineSpec, type UpgradeCluster } from './support/upgrade-cluster.ts';
 
 const FROM = 'v1.13.2';
 const TO = 'v1.13.9';
+/** What the upgrade marks its own cordon with; operators may see and rely on the name. */
+const CORDON_ANNOTATION = 'rezuscloud.io/cordoned-for-upgrade';
 const IMAGE = `factory.talos.dev/installer/${VANILLA_SCHEMATIC}:${TO}`;
 /** Metal machines upgrade to the metal platform's installer, not the generic one. */
 const METAL_IMAGE = `factory.talos.dev/metal-installer/${VANILLA_SCHEMATIC}:${TO}`;
@@ -34,21 +36,31 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function setup(machines: MachineSpec[], talosVersion = FROM): Promise<{ h: Harness; c: UpgradeCluster }> {
+async function setup(specs: MachineSpec[], talosVersion = FROM, kubernetesVersion?: string): Promise<{ h: Harness; c: UpgradeCluster }> {
   h = await createHarness({
     patchDeps: (d: Deps) => {
       d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, rebootTimeoutMs: 10_000, gateTimeoutMs: 800, kubeDeadlineMs: 3_000 };
     },
   });
-  cluster = await startUpgradeCluster(h, { talosVersion, machines });
+  cluster = await startUpgradeCluster(h, { talosVersion, machines: specs, ...(kubernetesVersion ? { kubernetesVersion } : {}) });
   // Loading the Kubernetes client stalls the event loop for
   // seconds on a busy machine: load it before the clock of the first gate starts.
   await loadKubernetesClient();
+  worker = startWorker(h);
+  return { h, c: cluster };
+}
+
+function startWorker(hh: Harness): Worker {
   // A cancel through the API reaches the worker at once (the run bus), so the lease can be long
   // enough that a loaded machine never loses it mid-test.
-  worker = createWorker({ deps: h.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
-  worker.start();
-  return { h, c: cluster };
+  const w = createWorker({ deps: hh.deps, executors: Object.fromEntries([bind(upgradeJob, upgradeExecutor)]), workerId: 'test', leaseMs: 5_000, concurrency: 1, pollMs: 20 });
+  w.start();
+  return w;
+}
+
+/** The body of the last PATCH of Kubernetes node `name`, if any. */
+function lastNodePatch(c: UpgradeCluster, name: string): Json | undefined {
+  return c.kube.writes.filter((w) => w.method === 'PATCH' && w.path === `/api/v1/nodes/${name}`).at(-1)?.body as Json | undefined;
 }
 
 async function startUpgrade(hh: Harness, c: UpgradeCluster, body: Record<string, unknown> = {}): Promise<string> {
@@ -237,6 +249,97 @@ describe('rolling Talos upgrade', () => {
     expect(await clusterVersion(h, c)).toBe(TO);
   });
 
+  it('a run stopped while a drained node reboots leaves it to the next run, which uncordons and gates it before recording the version', async () => {
+    const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', rebootMs: 1_000 }]);
+    const w1 = c.sim('w1');
+    const first = await startUpgrade(h, c);
+    await w1.waitForPhase('down', 20_000);
+    await worker!.stop(0);
+    expect((await finishedRun(h, first)).state).toBe('interrupted');
+    await w1.waitForPhase('configured', 20_000);
+    // Back on the new version, but still cordoned with this product's mark.
+    expect(w1.version).toBe(TO);
+    expect(lastNodePatch(c, 'w1')).toMatchObject({ spec: { unschedulable: true } });
+    expect(c.kube.nodeAnnotations('w1')).toEqual({ [CORDON_ANNOTATION]: 'true' });
+
+    worker = startWorker(h);
+    // Its gate must hold it back while it is NotReady: skipped is not the same as done.
+    c.kube.setNode('w1', { ready: false });
+    const second = await finishedRun(h, await startUpgrade(h, c));
+    expect(second.state).toBe('failed');
+    expect(second.error).toMatch(/^w1: failed the health gate.*Kubernetes node NotReady/);
+    expect(lastNodePatch(c, 'w1')).toEqual({ metadata: { annotations: { [CORDON_ANNOTATION]: null } }, spec: { unschedulable: null } });
+    expect(c.kube.nodeAnnotations('w1')).toEqual({});
+    expect(await clusterVersion(h, c)).toBe(FROM);
+
+    c.kube.setNode('w1', { ready: true });
+    const thirdId = await startUpgrade(h, c);
+    const third = await finishedRun(h, thirdId);
+    expect(third.state).toBe('succeeded');
+    expect(third.result.skipped).toEqual(['cp1', 'w1']);
+    const evs = await events(h, thirdId);
+    // Gated before it counts as skipped: the skip is the node's last word, which the run view shows.
+    expect(seqOf(evs, 'upgrade.gate', 'w1')).toBeLessThan(seqOf(evs, 'upgrade.node.skip', 'w1'));
+    expect(evs.some((e) => e.type === 'upgrade.gate' && e.data?.node === 'w1' && /healthy$/.test(e.message))).toBe(true);
+    expect(w1.upgrades).toHaveLength(1);
+    expect(await clusterVersion(h, c)).toBe(TO);
+  });
+
+  it('a node an operator cordoned by hand stays cordoned when already on the target, and holds back the version', async () => {
+    const { h, c } = await setup([
+      { name: 'cp1', role: 'controlplane', version: TO },
+      { name: 'w1', role: 'worker', version: TO },
+    ]);
+    c.kube.setNode('w1', { unschedulable: true });
+    const run = await finishedRun(h, await startUpgrade(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^w1: failed the health gate.*Kubernetes node cordoned/);
+    expect(lastNodePatch(c, 'w1')).toBeUndefined();
+    expect(await clusterVersion(h, c)).toBe(FROM);
+  });
+
+  it('records the cluster version only once a final health check of the whole cluster passes', async () => {
+    const { h, c } = await setup(fleet(1, 1, { version: TO }));
+    // Each node passes its own gate; only the cluster-wide view sees this.
+    c.kube.setReadyz(false, ['etcd']);
+    const run = await finishedRun(h, await startUpgrade(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^every node runs v1\.13\.9, but the cluster failed its final health check.*readyz failing: etcd/);
+    expect(await clusterVersion(h, c)).toBe(FROM);
+
+    c.kube.setReadyz(true);
+    expect((await finishedRun(h, await startUpgrade(h, c))).state).toBe('succeeded');
+    expect(await clusterVersion(h, c)).toBe(TO);
+  });
+
+  it('refuses a node the target would take back a minor version, unless forced, before touching it', async () => {
+    const OLD = 'v1.12.11';
+    // An upgrade to v1.13.9 that stopped after cp1: the cluster still says v1.12.11.
+    const { h, c } = await setup([{ name: 'cp1', role: 'controlplane', version: TO }, { name: 'w1', role: 'worker' }], OLD, '1.35.0');
+    const run = await finishedRun(h, await startUpgrade(h, c, { talosVersion: OLD }));
+    expect(run.state).toBe('failed');
+    expect(run.error).toBe('refusing to upgrade: v1.12.11 is a minor-version downgrade for cp1 runs v1.13.9; pass force to do it anyway');
+    expect(touched(c, 'cp1')).toEqual([]);
+    expect(c.sim('cp1').version).toBe(TO);
+    // Now that the machine's version is recorded, the route refuses too.
+    const refused = await h.call('POST', `/v1/clusters/${c.clusterId}/upgrade`, { body: { talosVersion: OLD } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('downgrade_refused');
+  });
+
+  it('refuses to reboot the control planes of a two-member etcd unless forced', async () => {
+    const { h, c } = await setup(fleet(2, 1));
+    const run = await finishedRun(h, await startUpgrade(h, c));
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(/^refusing to upgrade: etcd has 2 voting members, so its quorum needs both: .*pass force/);
+    for (const n of ['cp1', 'cp2', 'w1']) expect(touched(c, n)).toEqual([]);
+
+    const forcedId = await startUpgrade(h, c, { force: true });
+    expect((await finishedRun(h, forcedId)).state).toBe('succeeded');
+    const evs = await events(h, forcedId);
+    expect(evs.some((e) => e.type === 'upgrade.precheck' && e.level === 'warn' && /^force: upgrading anyway; etcd has 2 voting members/.test(e.message))).toBe(true);
+  });
+
   it('a v1.12 node takes the legacy MachineService/Upgrade path', async () => {
     const { h, c } = await setup([...fleet(1, 0), { name: 'w1', role: 'worker', version: 'v1.12.11' }]);
     const runId = await startUpgrade(h, c);
@@ -357,6 +460,22 @@ describe('POST /v1/clusters/:id/upgrade validation', () => {
 
     const ro = await h.call('POST', `/v1/tenants/${t.body.id}/tokens`, { body: { name: 'ro', scopes: ['read'] } });
     expect((await h.call('POST', path, { body: { talosVersion: TO }, token: ro.body.token })).status).toBe(403);
+  });
+
+  it('refuses a minor downgrade from what machines already run while the cluster still records the old version', async () => {
+    h = await createHarness();
+    const t = await h.call('POST', '/v1/tenants', { body: { name: 'd' } });
+    const cl = await h.call('POST', '/v1/clusters', { body: { tenant: t.body.id, name: 'half', talosVersion: 'v1.12.11', kubernetesVersion: '1.35.0', endpoint: 'https://127.0.0.1:1' } });
+    const cp1 = await h.call('POST', `/v1/clusters/${cl.body.id}/machines`, { body: { name: 'cp1', role: 'controlplane', provider: 'metal', address: '127.0.0.1:1' } });
+    await h.call('POST', `/v1/clusters/${cl.body.id}/machines`, { body: { name: 'w1', role: 'worker', provider: 'metal', address: '127.0.0.1:1' } });
+    // A v1.13.9 upgrade that stopped after cp1.
+    await h.deps.db.update(machines).set({ talosVersion: TO }).where(eq(machines.id, cp1.body.id));
+    const down = await h.call('POST', `/v1/clusters/${cl.body.id}/upgrade`, { body: { talosVersion: 'v1.12.11' } });
+    expect(down.status).toBe(409);
+    expect(down.body.error.code).toBe('downgrade_refused');
+    expect(down.body.error.message).toBe('v1.12.11 is a minor-version downgrade for machines already upgraded: cp1 runs v1.13.9; pass force to do it anyway');
+    expect((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs).toEqual([]);
+    expect((await h.call('POST', `/v1/clusters/${cl.body.id}/upgrade`, { body: { talosVersion: 'v1.12.11', force: true } })).status).toBe(202);
   });
 
   it('refuses a Talos that would not run the cluster\'s Kubernetes, up front and again in the run', async () => {

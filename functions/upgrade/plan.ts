@@ -66,6 +66,18 @@ export function isMinorDowngrade(from: string, to: string): boolean {
   return b.major < a.major || (b.major === a.major && b.minor < a.minor);
 }
 
+/**
+ * Why `talosVersion` is a minor-version downgrade for this cluster (undefined: it is not). Machines
+ * count as well as the cluster: while an upgrade is half done the cluster keeps its old version and
+ * only the machines already upgraded show the newer one.
+ */
+export function downgradeRefusal(talosVersion: string, cluster: { talosVersion: string }, machines: ReadonlyArray<{ name: string; talosVersion: string | null }>): string | undefined {
+  if (isMinorDowngrade(cluster.talosVersion, talosVersion)) return `${talosVersion} is a minor-version downgrade from ${cluster.talosVersion}`;
+  const ahead = machines.filter((m) => m.talosVersion !== null && isMinorDowngrade(m.talosVersion, talosVersion));
+  if (ahead.length === 0) return undefined;
+  return `${talosVersion} is a minor-version downgrade for machines already upgraded: ${ahead.map((m) => `${m.name} runs ${m.talosVersion}`).join(', ')}`;
+}
+
 export interface PlannedMachine {
   id: string;
   name: string;

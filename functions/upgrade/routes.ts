@@ -13,7 +13,7 @@ import { machinesWithoutAddress } from '../machine-config/access.ts';
 import { clusterTalosInput, readClusterSettings } from '../machine-config/settings.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { upgradeJob, type UpgradeParams } from './job.ts';
-import { defaultUpgradeImage, isMinorDowngrade, kubernetesRefusal } from './plan.ts';
+import { defaultUpgradeImage, downgradeRefusal, kubernetesRefusal } from './plan.ts';
 
 export const upgradeBody = z.strictObject({
   talosVersion: talosVersionSchema,
@@ -54,9 +54,8 @@ export function upgradeRoutes() {
       throw badRequest(`batchSize: must be between 1 and ${maxBatch} (the cluster's workers)`);
     }
     if (body.drainTimeout !== undefined && drainTimeoutMs(body.drainTimeout) > 86_400_000) throw badRequest('drainTimeout: at most 24h');
-    if (isMinorDowngrade(cluster.talosVersion, body.talosVersion) && !body.force) {
-      throw new ApiError(409, 'downgrade_refused', `${body.talosVersion} is a minor-version downgrade from ${cluster.talosVersion}; pass force to do it anyway`);
-    }
+    const downgrade = body.force ? undefined : downgradeRefusal(body.talosVersion, cluster, rows);
+    if (downgrade) throw new ApiError(409, 'downgrade_refused', `${downgrade}; pass force to do it anyway`);
     // force takes a downgrade or an unhealthy cluster, not this: the nodes would not run their own configs.
     const k8s = kubernetesRefusal(body.talosVersion, cluster, rows);
     if (k8s) throw new ApiError(409, 'kubernetes_unsupported', `${k8s}; upgrade Kubernetes first, or choose a Talos that runs it`, { talosVersion: body.talosVersion, kubernetesVersion: cluster.kubernetesVersion });

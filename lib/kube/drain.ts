@@ -65,10 +65,14 @@ export async function getIfExists(w: KubeWriter, path: string, signal?: AbortSig
   return r.body;
 }
 
-/** Marks the node (un)schedulable with a merge patch of `spec.unschedulable`, as kubectl cordon does. */
-export async function setUnschedulable(w: KubeWriter, node: string, unschedulable: boolean, signal?: AbortSignal): Promise<void> {
+/**
+ * Marks the node (un)schedulable with a merge patch of `spec.unschedulable`, as kubectl cordon does.
+ * `annotations` ride in the same PATCH (null removes one), so a mark saying who cordoned the node
+ * can never be out of step with the cordon itself.
+ */
+export async function setUnschedulable(w: KubeWriter, node: string, unschedulable: boolean, signal?: AbortSignal, annotations?: Record<string, string | null>): Promise<void> {
   await expectOk(w, 'PATCH', `/api/v1/nodes/${encodeURIComponent(node)}`, {
-    body: { spec: { unschedulable: unschedulable ? true : null } },
+    body: { ...(annotations ? { metadata: { annotations } } : {}), spec: { unschedulable: unschedulable ? true : null } },
     contentType: 'application/strategic-merge-patch+json',
     ...(signal ? { signal } : {}),
   });
@@ -163,6 +167,8 @@ export interface DrainOptions {
   /** Pause between eviction retries and between checks that evicted pods are gone. */
   retryMs: number;
   signal?: AbortSignal;
+  /** Set on the node with the cordon (see setUnschedulable). */
+  annotations?: Record<string, string>;
   onEvent?: (e: { type: 'skip' | 'evict' | 'blocked' | 'gone'; pod: PodRef; message?: string }) => void | Promise<void>;
 }
 
@@ -175,7 +181,7 @@ const refName = (p: PodRef): string => `${p.namespace}/${p.name}`;
  */
 export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions): Promise<{ evicted: PodRef[]; skipped: NodePods['skipped'] }> {
   const deadline = performance.now() + opts.timeoutMs;
-  await setUnschedulable(w, node, true, opts.signal);
+  await setUnschedulable(w, node, true, opts.signal, opts.annotations);
   const pods = await podsOnNode(w, node, opts.signal);
   for (const s of pods.skipped) await opts.onEvent?.({ type: 'skip', pod: s, message: s.why });
   const waitOrTimeout = async (ms = opts.retryMs, signal = opts.signal): Promise<boolean> => {

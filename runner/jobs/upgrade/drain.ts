@@ -2,7 +2,7 @@
 // for the etcd leader a leadership hand-over right before it goes down.
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
-import { DrainTimeoutError, drainNode, openKubeWriter, setUnschedulable, type KubeWriter } from '../../../lib/kube/drain.ts';
+import { DrainTimeoutError, drainNode, getIfExists, openKubeWriter, setUnschedulable, type KubeWriter } from '../../../lib/kube/drain.ts';
 import type { TalosApiClient } from '../../../lib/talos/api/index.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
@@ -18,6 +18,12 @@ interface NodeContext {
   timings: UpgradeTimings;
   hard: AbortSignal;
 }
+
+/**
+ * Set with the upgrade's cordon and removed with its uncordon: a later run may then finish an
+ * uncordon its predecessor never got to, without lifting a cordon an operator made by hand.
+ */
+export const CORDON_ANNOTATION = 'rezuscloud.io/cordoned-for-upgrade';
 
 /** kubectl drain's and talosctl's default. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 5 * 60_000;
@@ -47,6 +53,7 @@ export async function drainFor(ctx: NodeContext, m: GateMachine, event: Event, f
         timeoutMs,
         retryMs: ctx.timings.pollMs,
         signal: ctx.hard,
+        annotations: { [CORDON_ANNOTATION]: 'true' },
         onEvent: async (e) => {
           const pod = `${e.pod.namespace}/${e.pod.name}`;
           if (e.type === 'skip') await event('upgrade.drain', 'drain', `leaving ${pod} (${e.message})`, { pod, action: 'skip' });
@@ -68,11 +75,24 @@ export async function drainFor(ctx: NodeContext, m: GateMachine, event: Event, f
 
 export async function uncordon(ctx: NodeContext, m: GateMachine, event: Event, fail: (t: string) => RunError): Promise<void> {
   try {
-    await withWriter(ctx, (w) => setUnschedulable(w, m.name, false, ctx.hard));
+    await withWriter(ctx, (w) => setUnschedulable(w, m.name, false, ctx.hard, { [CORDON_ANNOTATION]: null }));
   } catch (err) {
     throw fail(`upgraded but could not uncordon: ${errorMessage(err)}`);
   }
   await event('upgrade.uncordon', 'uncordon', 'uncordoned');
+}
+
+/** Whether the node carries the upgrade's cordon mark (a node Kubernetes does not know has none). */
+export async function cordonedForUpgrade(ctx: NodeContext, m: GateMachine, fail: (t: string) => RunError): Promise<boolean> {
+  try {
+    const node = (await withWriter(ctx, (w) => getIfExists(w, `/api/v1/nodes/${encodeURIComponent(m.name)}`, ctx.hard))) as
+      | { metadata?: { annotations?: Record<string, string> } }
+      | undefined;
+    return node?.metadata?.annotations?.[CORDON_ANNOTATION] !== undefined;
+  } catch (err) {
+    ctx.hard.throwIfAborted();
+    throw fail(`cannot read its Kubernetes node: ${errorMessage(err)}`);
+  }
 }
 
 /** Moves etcd leadership away before the leader reboots; a failure is logged, not fatal (etcd elects anyway). */

@@ -4,9 +4,9 @@ import { clusters, machines } from '../../../db/schema/index.ts';
 import { abortedUnlessCanceled, RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
-import { clusterProblems, readHealth, type GateMachine } from './health.ts';
-import { readNodeState, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
-import { kubernetesRefusal, sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
+import { clusterProblems, readHealth, type GateMachine, type HealthRead } from './health.ts';
+import { passFinalCheck, readNodeState, settleSkipped, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
+import { downgradeRefusal, isMinorDowngrade, kubernetesRefusal, sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { upgradeTimings } from './timings.ts';
@@ -25,6 +25,42 @@ export interface UpgradeResult {
 
 
 const list = (names: string[]): string => names.join(', ');
+
+/** RunError of every rejection among `settled`, messages joined; undefined when all were fulfilled. */
+function settledFailure(settled: PromiseSettledResult<unknown>[]): RunError | undefined {
+  const failures = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason as unknown);
+  if (failures.length === 0) return undefined;
+  return new RunError(failures.map((e) => (e instanceof Error ? e.message : String(e))).join('; '));
+}
+
+/**
+ * Nodes already on the target count as done only once settled (see settleSkipped); returns their
+ * names. The skip is reported after that, so a node's last event says where it ended up.
+ */
+async function settleAll(ctx: NodeContext, skipped: { m: GateMachine; state: NodeState }[]): Promise<string[]> {
+  const settled = await Promise.allSettled(
+    skipped.map(async ({ m, state }) => {
+      await settleSkipped(ctx, m);
+      await ctx.emit({ type: 'upgrade.node.skip', message: `${m.name}: already on ${state.tag}`, data: { node: m.name, machine: m.id, role: m.role, phase: 'skip', elapsedMs: 0 } });
+    }),
+  );
+  const failure = settledFailure(settled);
+  if (failure) {
+    ctx.hard.throwIfAborted();
+    throw failure;
+  }
+  return skipped.map((s) => s.m.name);
+}
+
+/**
+ * Why the control planes may not be rebooted one after another (undefined: they may). With two
+ * voting members etcd's quorum is both of them, so each reboot stops etcd and with it the
+ * Kubernetes API; upstream's own upgrade refuses this too (ValidateForUpgrade in internal/pkg/etcd).
+ */
+function etcdQuorumRefusal(health: HealthRead): string | undefined {
+  if (health.assessment.etcd?.members !== 2) return undefined;
+  return 'etcd has 2 voting members, so its quorum needs both: rebooting either control plane stops etcd (and the Kubernetes API) until it is back; add a third control plane first, or pass force to accept the outage';
+}
 
 /** Name of the control plane whose etcd member leads, from the first control plane that answers. */
 async function findEtcdLeader(access: ClusterAccess, cps: GateMachine[], deadlineMs: number, signal: AbortSignal): Promise<string | undefined> {
@@ -62,6 +98,8 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
   // Checked again here: a Kubernetes upgrade may have run since this one was queued.
   const k8s = kubernetesRefusal(params.talosVersion, cluster, rows);
   if (k8s) throw new RunError(`refusing to upgrade: ${k8s}`);
+  const downgrade = params.force ? undefined : downgradeRefusal(params.talosVersion, cluster, rows);
+  if (downgrade) throw new RunError(`refusing to upgrade: ${downgrade}; pass force to do it anyway`);
   const dial = await talosDialer(deps, cluster.id);
   const noAddress = rows.filter((m) => !dial(m)).map((m) => m.name);
   if (noAddress.length) throw new RunError(`machines without a Talos API address: ${list(noAddress)}`);
@@ -119,10 +157,13 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
     };
     // Once per run, right before the first node is touched.
     let snapshotted = false;
+    // Once per run, before the first control plane is touched.
+    let quorumChecked = false;
+    const readAll = (): Promise<HealthRead> => readHealth(access, all, { timings, signal: hard, now: deps.clock.now(), channels });
     for (const [index, batch] of batches.entries()) {
       if (signal.aborted) return stopped(index);
       // The cluster-wide precheck does not depend on these versions: both reads run at once.
-      const healthRead = readHealth(access, all, { timings, signal: hard, now: deps.clock.now(), channels });
+      const healthRead = readAll();
       healthRead.catch(() => {});
       const states = await Promise.all(
         batch.machines.map(async (m): Promise<NodeState> => {
@@ -136,20 +177,22 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
           }
         }),
       );
+      refuseDowngrades(batch.machines, states);
       const todo: { m: GateMachine; state: NodeState }[] = [];
-      for (const [i, m] of batch.machines.entries()) {
-        const state = states[i]!;
-        if (sameVersion(state.tag, params.talosVersion)) {
-          result.skipped.push(m.name);
-          await emit({ type: 'upgrade.node.skip', message: `${m.name}: already on ${state.tag}`, data: { node: m.name, machine: m.id, role: m.role, phase: 'skip', elapsedMs: 0 } });
-        } else {
-          todo.push({ m, state });
-        }
-      }
+      const skipped: { m: GateMachine; state: NodeState }[] = [];
+      for (const [i, m] of batch.machines.entries()) (sameVersion(states[i]!.tag, params.talosVersion) ? skipped : todo).push({ m, state: states[i]! });
+      result.skipped.push(...(await settleAll(ctx, skipped)));
       if (todo.length === 0) continue;
 
       const names = todo.map((t) => t.m.name);
-      const health = await healthRead;
+      // A skipped node just settled may have been uncordoned since the first read.
+      const health = skipped.length ? await readAll() : await healthRead;
+      if (batch.role === 'controlplane' && !quorumChecked) {
+        quorumChecked = true;
+        const quorum = etcdQuorumRefusal(health);
+        if (quorum && !params.force) throw new RunError(`refusing to upgrade: ${quorum}`, { nodes: names });
+        if (quorum) await emit({ level: 'warn', type: 'upgrade.precheck', message: `force: upgrading anyway; ${quorum}`, data: { nodes: names } });
+      }
       for (const m of health.assessment.machines) if (m.talosVersion) await ctx.recordVersion(m.id, m.talosVersion);
       const problems = clusterProblems(health);
       if (problems.length) {
@@ -167,21 +210,19 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
         if (signal.aborted) return stopped(index);
       }
       const settled = await Promise.allSettled(todo.map((t) => upgradeNode(ctx, t.m, t.state)));
-      const failures: unknown[] = [];
-      for (const s of settled) {
-        if (s.status === 'fulfilled') result.upgraded.push(s.value);
-        else failures.push(s.reason);
-      }
-      if (failures.length) {
+      for (const s of settled) if (s.status === 'fulfilled') result.upgraded.push(s.value);
+      const failure = settledFailure(settled);
+      if (failure) {
         hard.throwIfAborted();
-        const text = failures.map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
-        throw new RunError(text);
+        throw failure;
       }
     }
 
-    // Only when every node reports the new version does the cluster record it.
+    // Only when every node reports the new version, and the cluster passes a last health check, does the cluster record it.
     const now = await deps.db.select({ v: machines.talosVersion }).from(machines).where(eq(machines.clusterId, clusterId));
     if (now.length > 0 && now.every((r) => r.v !== null && sameVersion(r.v, params.talosVersion))) {
+      await passFinalCheck(ctx, all);
+      await emit({ type: 'upgrade.check', message: `every node on ${params.talosVersion} and the cluster healthy: recording the version`, data: { talosVersion: params.talosVersion } });
       await deps.db.update(clusters).set({ talosVersion: params.talosVersion, updatedAt: deps.clock.now() }).where(eq(clusters.id, clusterId));
       result.clusterVersionUpdated = true;
     }
@@ -192,5 +233,12 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
       data: { upgraded: result.upgraded.map((u) => u.name), skipped: result.skipped },
     });
     return result;
+  }
+
+  /** The live check behind the route's: a machine's recorded version may be stale or missing. */
+  function refuseDowngrades(ms: GateMachine[], states: NodeState[]): void {
+    if (params.force) return;
+    const behind = ms.flatMap((m, i) => (isMinorDowngrade(states[i]!.tag, params.talosVersion) ? [`${m.name} runs ${states[i]!.tag}`] : []));
+    if (behind.length) throw new RunError(`refusing to upgrade: ${params.talosVersion} is a minor-version downgrade for ${list(behind)}; pass force to do it anyway`);
   }
 };

@@ -6,12 +6,12 @@ import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import { isTalosApiError, isUnimplemented, type TalosApiClient } from '../../../lib/talos/api/index.ts';
 import type { ClusterAccess } from '../cluster-access.ts';
 import type { RunChannels } from './channels.ts';
-import { nodeGateProblems, readHealth, type GateMachine } from './health.ts';
+import { clusterProblems, nodeGateProblems, readHealth, type GateMachine, type HealthRead } from './health.ts';
 import { apiFor, sameVersion, upgradeImageOf, type UpgradeApi } from '../../../functions/upgrade/plan.ts';
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
-import { drainFor, forfeitLeadership, uncordon } from './drain.ts';
+import { cordonedForUpgrade, drainFor, forfeitLeadership, uncordon } from './drain.ts';
 import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
 export interface NodeContext {
@@ -50,6 +50,18 @@ function message(err: unknown): string {
   return errorMessage(err);
 }
 
+type NodeEvent = (type: string, phase: string, text: string, extra?: Record<string, unknown>, level?: RunEventInput['level']) => Promise<void>;
+
+/** One node's event writer and error maker; events carry the time since this call. */
+function reporting(ctx: NodeContext, m: GateMachine): { elapsed(): number; event: NodeEvent; fail(text: string): RunError } {
+  const started = performance.now();
+  const elapsed = (): number => Math.round(performance.now() - started);
+  const event: NodeEvent = (type, phase, text, extra = {}, level = 'info') =>
+    ctx.emit({ level, type, message: `${m.name}: ${text}`, data: { node: m.name, machine: m.id, role: m.role, phase, elapsedMs: elapsed(), ...extra } });
+  const fail = (text: string): RunError => new RunError(`${m.name}: ${text}`, { node: m.name, machine: m.id });
+  return { elapsed, event, fail };
+}
+
 export async function readNodeState(ctx: NodeContext, m: GateMachine): Promise<NodeState> {
   const opts = { deadlineMs: ctx.timings.callDeadlineMs, signal: ctx.hard };
   return ctx.access.withTalos(m.address, async (c) => {
@@ -62,13 +74,9 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
   const { params, timings, hard } = ctx;
   const target = params.talosVersion;
   const image = upgradeImageOf(params, m.id);
-  const started = performance.now();
-  const elapsed = (): number => Math.round(performance.now() - started);
-  const event = (type: string, phase: string, text: string, extra: Record<string, unknown> = {}, level: RunEventInput['level'] = 'info') =>
-    ctx.emit({ level, type, message: `${m.name}: ${text}`, data: { node: m.name, machine: m.id, role: m.role, phase, elapsedMs: elapsed(), ...extra } });
+  const { elapsed, event, fail } = reporting(ctx, m);
   const call = { deadlineMs: timings.callDeadlineMs, signal: hard };
   const stream = { deadlineMs: timings.installDeadlineMs, signal: hard };
-  const fail = (text: string): RunError => new RunError(`${m.name}: ${text}`, { node: m.name, machine: m.id });
 
   await event('upgrade.node.start', 'start', `upgrading ${before.tag} → ${target}`, { from: before.tag, to: target });
   // Its kept channel would break with the reboot; the gate dials afresh.
@@ -156,12 +164,21 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
   return { name: m.name, api, from: before.tag, to: back.tag, elapsedMs: elapsed() };
 }
 
+/**
+ * A node already on the target may be one an earlier run rebooted but never finished (stopped
+ * during the reboot, or its gate failed). It gets what that run still owed it before it counts as
+ * done: the uncordon, only of a cordon this product made, and the gate.
+ */
+export async function settleSkipped(ctx: NodeContext, m: GateMachine): Promise<void> {
+  const { event, fail } = reporting(ctx, m);
+  if (await cordonedForUpgrade(ctx, m, fail)) await uncordon(ctx, m, event, fail);
+  await event('upgrade.gate', 'gate', 'checking health');
+  await passGate(ctx, m, fail);
+  await event('upgrade.gate', 'gate', 'healthy');
+}
+
 /** A node may drop the connection before Reboot's reply arrives; whether it rebooted is what the wait finds out. */
-async function rebootTolerant(
-  client: TalosApiClient,
-  call: { deadlineMs: number; signal: AbortSignal },
-  event: (type: string, phase: string, text: string, extra?: Record<string, unknown>, level?: RunEventInput['level']) => Promise<void>,
-): Promise<void> {
+async function rebootTolerant(client: TalosApiClient, call: { deadlineMs: number; signal: AbortSignal }, event: NodeEvent): Promise<void> {
   try {
     await client.reboot(call);
   } catch (err) {
@@ -201,18 +218,34 @@ async function waitForReboot(ctx: NodeContext, m: GateMachine, before: NodeState
   }
 }
 
-async function passGate(ctx: NodeContext, m: GateMachine, fail: (t: string) => RunError): Promise<void> {
+/** Reads `targets` until `problemsOf` finds nothing wrong, or throws `fail(problems)` once the gate's time is up. */
+async function untilHealthy(ctx: NodeContext, targets: GateMachine[], problemsOf: (r: HealthRead) => string[], fail: (problems: string[]) => RunError): Promise<void> {
   const { timings, hard, params } = ctx;
   const deadline = performance.now() + timings.gateTimeoutMs;
-  const targets = m.role === 'controlplane' ? ctx.controlPlanes : [m];
   for (;;) {
     const read = await readHealth(ctx.access, targets, { timings, signal: hard, now: ctx.now(), expectTalos: params.talosVersion, ...(ctx.channels ? { channels: ctx.channels } : {}) });
     hard.throwIfAborted();
-    const problems = nodeGateProblems(read, m);
+    const problems = problemsOf(read);
     if (problems.length === 0) return;
-    if (performance.now() >= deadline) {
-      throw fail(`failed the health gate within ${Math.round(timings.gateTimeoutMs / 1000)}s: ${problems.join('; ')}`);
-    }
+    if (performance.now() >= deadline) throw fail(problems);
     await sleep(timings.pollMs, undefined, { signal: hard });
   }
+}
+
+const seconds = (ms: number): number => Math.round(ms / 1000);
+
+async function passGate(ctx: NodeContext, m: GateMachine, fail: (t: string) => RunError): Promise<void> {
+  const targets = m.role === 'controlplane' ? ctx.controlPlanes : [m];
+  await untilHealthy(ctx, targets, (r) => nodeGateProblems(r, m), (p) => fail(`failed the health gate within ${seconds(ctx.timings.gateTimeoutMs)}s: ${p.join('; ')}`));
+}
+
+/**
+ * The last word before the cluster's version is recorded: every node on the target and the whole
+ * cluster healthy, read afresh (each node's own gate saw only its part, and some long before).
+ */
+export async function passFinalCheck(ctx: NodeContext, all: GateMachine[]): Promise<void> {
+  const target = ctx.params.talosVersion;
+  await untilHealthy(ctx, all, clusterProblems, (p) =>
+    new RunError(`every node runs ${target}, but the cluster failed its final health check within ${seconds(ctx.timings.gateTimeoutMs)}s: ${p.join('; ')}; the cluster's version stays as it was until a new run passes this check`, { problems: p }),
+  );
 }

@@ -28,6 +28,8 @@ export interface SimNodeSpec {
   pressure?: string[];
   capacity?: { cpu: string; memory: string };
   usage?: { cpu: string; memory: string };
+  /** metadata.annotations; a node PATCH merges into them (null removes one), as the apiserver does. */
+  annotations?: Record<string, string>;
 }
 
 type SimNode = Required<Omit<SimNodeSpec, 'lastTransitionTime'>> & { name: string; lastTransitionTime: string };
@@ -100,6 +102,8 @@ export interface KubeSim {
   /** TLS handshakes completed, i.e. connections a client opened and kept. */
   readonly handshakes: number;
   setNode(name: string, spec: SimNodeSpec): void;
+  /** The node's metadata.annotations as stored now (undefined: no such node). */
+  nodeAnnotations(name: string): Record<string, string> | undefined;
   removeNode(name: string): void;
   setReadyz(ok: boolean, failing?: string[]): void;
   /** What `/version` reports from now on (`v1.37.0`), as after the API servers were upgraded. */
@@ -207,6 +211,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       pressure: spec.pressure ?? prev?.pressure ?? [],
       capacity: spec.capacity ?? prev?.capacity ?? { cpu: '4', memory: '8Gi' },
       usage: spec.usage ?? prev?.usage ?? { cpu: '250m', memory: '1024Mi' },
+      annotations: { ...(spec.annotations ?? prev?.annotations) },
       lastTransitionTime:
         spec.lastTransitionTime ?? (changed || !prev ? new Date().toISOString() : prev.lastTransitionTime),
     });
@@ -227,7 +232,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     return {
       kind: 'Node',
       apiVersion: 'v1',
-      metadata: { name: n.name, uid: `uid-${n.name}`, labels, creationTimestamp: '2026-01-01T00:00:00Z' },
+      metadata: { name: n.name, uid: `uid-${n.name}`, labels, ...(Object.keys(n.annotations).length ? { annotations: { ...n.annotations } } : {}), creationTimestamp: '2026-01-01T00:00:00Z' },
       spec: n.unschedulable ? { unschedulable: true, taints: [{ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' }] } : {},
       status: {
         capacity: { cpu: n.capacity.cpu, memory: n.capacity.memory, pods: '110' },
@@ -345,8 +350,13 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       if (!/merge-patch\+json|strategic-merge-patch\+json/.test(type)) {
         return { code: 415, body: status(415, 'UnsupportedMediaType', `the body of the request was in an unknown format: ${type}`) };
       }
-      const spec = (body as { spec?: { unschedulable?: boolean | null } } | null)?.spec;
+      const patch = body as { metadata?: { annotations?: Record<string, string | null> }; spec?: { unschedulable?: boolean | null } } | null;
+      const spec = patch?.spec;
       if (spec && 'unschedulable' in spec) n.unschedulable = spec.unschedulable === true;
+      for (const [k, v] of Object.entries(patch?.metadata?.annotations ?? {})) {
+        if (v === null) delete n.annotations[k];
+        else n.annotations[k] = v;
+      }
       return { code: 200, body: nodeObject(n) };
     }
     const ev = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/eviction$/.exec(path);
@@ -569,6 +579,10 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       for (const o of objects) store.put({ apiVersion, kind: api.kind, metadata: { namespace: o.namespace, name: o.name } }, 'talos');
     },
     setNode,
+    nodeAnnotations: (name) => {
+      const a = nodes.get(name)?.annotations;
+      return a ? { ...a } : undefined;
+    },
     removeNode: (name) => void nodes.delete(name),
     setVersion: (v) => {
       gitVersion = v;
