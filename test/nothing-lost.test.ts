@@ -142,8 +142,8 @@ describe('nothing lost', { timeout: 90_000 }, () => {
     expect((await api(second.url, 'GET', `/v1/runs/${run.id}`)).body.state).toBe('interrupted');
   });
 
-  it('a runner killed with its process group takes its tofu along, though tofu runs in a group of its own', async () => {
-    const env = await setup({ REZUS_LEASE_S: '5' });
+  it('a runner killed with its process group takes its tofu along (after its grace), though tofu runs in a group of its own', async () => {
+    const env = await setup({ REZUS_LEASE_S: '5', REZUS_SHUTDOWN_GRACE_S: '2' });
     const tofu = await slowToStopTofu(dataDir!);
     const r = await runner({ ...env, REZUS_TOFU_BIN: tofu.file });
     const { clusterId } = await localCluster(r.url, 0);
@@ -154,7 +154,30 @@ describe('nothing lost', { timeout: 90_000 }, () => {
 
     process.kill(-r.child.pid!, 'SIGKILL');
     await r.child;
-    await until(async () => (alive(pid) ? undefined : true), 'tofu to be gone', 10_000);
+    await until(async () => (await tofu.sigintAt().catch(() => undefined)) ?? undefined, 'tofu to get SIGINT', 10_000);
+    await until(async () => (alive(pid) ? undefined : true), 'tofu to be gone', 15_000);
+  });
+
+  it('a runner killed alone: its tofu is stopped as a cancel stops it, SIGINT first and SIGKILL after the grace', async () => {
+    const env = await setup({ REZUS_LEASE_S: '5', REZUS_SHUTDOWN_GRACE_S: '2' });
+    const tofu = await slowToStopTofu(dataDir!);
+    const r = await runner({ ...env, REZUS_TOFU_BIN: tofu.file });
+    const { clusterId } = await localCluster(r.url, 0);
+    const run = (await api(r.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
+    await applyStarted(r.url, run.id);
+    const pid = await tofu.pid();
+    tofuPids.push(pid);
+    const started = (await api(r.url, 'GET', `/v1/runs/${run.id}/events`)).body.events.find((e: Json) => e.type === 'started');
+    const runnerPid = Number(String(started.data.worker).split(':').at(-1)!.split('@')[0]);
+
+    const killed = Date.now();
+    process.kill(runnerPid, 'SIGKILL');
+    // SIGINT at once: tofu may finish what it has under way and write errored.tfstate.
+    await until(async () => (await tofu.sigintAt().catch(() => undefined)) ?? undefined, 'tofu to get SIGINT', 10_000);
+    expect(alive(pid)).toBe(true);
+    // This stand-in never stops by itself: the guard's SIGKILL comes after the grace.
+    await until(async () => (alive(pid) ? undefined : true), 'tofu to be gone', 15_000);
+    expect(Date.now() - killed).toBeGreaterThan(1_500);
   });
 
   it('SIGTERM during an apply: the backend serves until tofu exits, the run ends interrupted, its state is stored, files are owner-only', async () => {

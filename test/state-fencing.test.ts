@@ -290,6 +290,12 @@ describe('errored.tfstate', () => {
     await clearRunFiles(h.deps, run);
     expect(await readdir(join(dir, 'work'))).toEqual([ERRORED_STATE_FILE]);
     await h.deps.database.client.execute('DROP TRIGGER refuse_state');
+    // A process still working there (the tofu of a dead runner, stopping): the directory waits.
+    const inside = execa('sleep', ['30'], { cwd: join(dir, 'work'), reject: false });
+    await clearRunFiles(h.deps, run);
+    expect(await readdir(join(dir, 'work'))).toEqual([ERRORED_STATE_FILE]);
+    inside.kill('SIGKILL');
+    await inside;
     await clearRunFiles(h.deps, run);
     await expect(stat(dir)).rejects.toThrow(/ENOENT/);
     const admin = await h.app.request(`/v1/state/${ids.tenantId}/${ids.clusterId}`, { headers: { authorization: `Bearer ${h.adminToken}` } });

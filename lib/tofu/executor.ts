@@ -134,14 +134,17 @@ function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
 // A group of its own is out of reach of a kill aimed at the runner's group (a terminal closing, a
 // test or supervisor killing the group): without this, tofu and its children would outlive a
 // runner killed that way, and nothing would stop them. The guard is outside both groups; when
-// the runner dies, its end of the pipe closes, `read` fails and the guard kills tofu's group. A
-// line on the pipe (tofu has exited) dismisses it.
-const GUARD_SCRIPT = 'read -r _ || kill -s KILL -- "-$1"';
+// the runner dies, its end of the pipe closes and `read` fails: the guard stops tofu's group as a
+// cancel does, SIGINT and the grace before SIGKILL, so tofu finishes what it has under way and
+// leaves errored.tfstate (its backend died with the runner), which the next runner stores. A line
+// on the pipe (tofu has exited) dismisses it.
+const GUARD_SCRIPT = 'read -r _ || { kill -s INT -- "-$1"; sleep "$2"; kill -s KILL -- "-$1"; }';
 
-function guardGroup(pid: number): { dismiss(): void } {
-  const guard = spawn('/bin/sh', ['-c', GUARD_SCRIPT, 'rezus-tofu-guard', String(pid)], {
+function guardGroup(pid: number, graceMs: number): { dismiss(): void } {
+  const graceS = String(Math.max(1, Math.ceil(graceMs / 1000)));
+  const guard = spawn('/bin/sh', ['-c', GUARD_SCRIPT, 'rezus-tofu-guard', String(pid), graceS], {
     detached: true,
-    env: {},
+    env: { PATH: '/usr/bin:/bin' },
     stdio: ['pipe', 'ignore', 'ignore'],
   });
   // Without /bin/sh tofu still runs, only unguarded, as it did before it had a group of its own.
@@ -185,7 +188,7 @@ export async function runTofu(opts: TofuExecOptions): Promise<TofuExecResult> {
     detached: true,
   });
   const pid = child.pid;
-  const guard = pid === undefined ? undefined : guardGroup(pid);
+  const guard = pid === undefined ? undefined : guardGroup(pid, graceMs);
 
   let canceled = false;
   let timedOut = false;

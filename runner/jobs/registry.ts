@@ -157,12 +157,30 @@ export async function clearRunFiles(deps: Deps, run: { id: string; tenantId: str
   } catch {
     return;
   }
+  // A tofu whose runner died is stopped by its guard, which gives it the grace to finish and
+  // write errored.tfstate there: its directory waits for it (the next start clears it).
+  if (await inUse(dir)) {
+    deps.log.warn('run directory still in use by a process; kept for the next start', { run: run.id });
+    return;
+  }
   try {
     if (run.tenantId && run.clusterId) await storeErroredState(deps, { workDir: join(dir, 'work'), runId: run.id, tenantId: run.tenantId, clusterId: run.clusterId });
     await rm(dir, { recursive: true, force: true });
   } catch (err) {
     deps.log.error('files of an interrupted run not removed', { run: run.id, error: errorMessage(err) });
   }
+}
+
+/** Whether a process of this host works in `dir` (its cwd is there): Linux's /proc, else no. */
+async function inUse(dir: string): Promise<boolean> {
+  const { readdir, readlink } = await import('node:fs/promises');
+  const pids = await readdir('/proc').catch(() => [] as string[]);
+  for (const pid of pids) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cwd = await readlink(`/proc/${pid}/cwd`).catch(() => '');
+    if (cwd === dir || cwd.startsWith(`${dir}/`)) return true;
+  }
+  return false;
 }
 
 /**
