@@ -121,13 +121,18 @@ function stopBoundOf(reason: unknown): number | undefined {
   return typeof ms === 'number' && ms >= 0 ? ms : undefined;
 }
 
-/** tofu leads a process group of its own; a signal to the group reaches its plugins and local-exec commands too. */
+/**
+ * tofu leads a process group of its own. SIGINT goes to tofu alone: it stops its plugins and
+ * local-exec commands itself and records how the resource under way ended, which a SIGINT to the
+ * whole group pre-empts (the command dies first, and tofu reports only the provisioner's failure).
+ * SIGKILL goes to the group, so nothing tofu started outlives it.
+ */
 function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
   if (pid === undefined) return;
   try {
-    process.kill(-pid, sig);
+    process.kill(sig === 'SIGINT' ? pid : -pid, sig);
   } catch {
-    // The whole group has exited already.
+    // It has exited already.
   }
 }
 
@@ -138,7 +143,7 @@ function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
 // cancel does, SIGINT and the grace before SIGKILL, so tofu finishes what it has under way and
 // leaves errored.tfstate (its backend died with the runner), which the next runner stores. A line
 // on the pipe (tofu has exited) dismisses it.
-const GUARD_SCRIPT = 'read -r _ || { kill -s INT -- "-$1"; sleep "$2"; kill -s KILL -- "-$1"; }';
+const GUARD_SCRIPT = 'read -r _ || { kill -s INT "$1"; sleep "$2"; kill -s KILL -- "-$1"; }';
 
 function guardGroup(pid: number, graceMs: number): { dismiss(): void } {
   const graceS = String(Math.max(1, Math.ceil(graceMs / 1000)));
@@ -182,9 +187,9 @@ export async function runTofu(opts: TofuExecOptions): Promise<TofuExecResult> {
     reject: false,
     // Cancellation is ours (SIGINT, grace, SIGKILL); execa must not add its own SIGTERM.
     forceKillAfterDelay: false,
-    // Its own process group, so that the SIGINT reaches tofu's plugins and local-exec commands as
-    // a terminal's Ctrl-C does, and the SIGKILL leaves none of them orphaned. stdio stays piped
-    // and the child referenced; guardGroup covers the runner dying first.
+    // Its own process group, so that the SIGKILL leaves none of its plugins and local-exec
+    // commands orphaned. stdio stays piped and the child referenced; guardGroup covers the runner
+    // dying first.
     detached: true,
   });
   const pid = child.pid;
