@@ -119,6 +119,19 @@ esac
 }
 
 
+/** A runner (2 s grace) whose provision run is applying with slowToStopTofu. */
+async function applyingWithSlowTofu() {
+  const env = await setup({ REZUS_LEASE_S: '5', REZUS_SHUTDOWN_GRACE_S: '2' });
+  const tofu = await slowToStopTofu(dataDir!);
+  const r = await runner({ ...env, REZUS_TOFU_BIN: tofu.file });
+  const { clusterId } = await localCluster(r.url, 0);
+  const run = (await api(r.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
+  await applyStarted(r.url, run.id);
+  const pid = await tofu.pid();
+  tofuPids.push(pid);
+  return { r, run, tofu, pid };
+}
+
 describe('nothing lost', { timeout: 90_000 }, () => {
   it('SIGTERM with a tofu slow to stop: tofu gets SIGINT halfway through REZUS_SHUTDOWN_GRACE_S, the runner is gone by its end', async () => {
     const env = await setup({ REZUS_SHUTDOWN_GRACE_S: '4', REZUS_LEASE_S: '5' });
@@ -143,15 +156,7 @@ describe('nothing lost', { timeout: 90_000 }, () => {
   });
 
   it('a runner killed with its process group takes its tofu along (after its grace), though tofu runs in a group of its own', async () => {
-    const env = await setup({ REZUS_LEASE_S: '5', REZUS_SHUTDOWN_GRACE_S: '2' });
-    const tofu = await slowToStopTofu(dataDir!);
-    const r = await runner({ ...env, REZUS_TOFU_BIN: tofu.file });
-    const { clusterId } = await localCluster(r.url, 0);
-    const run = (await api(r.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
-    await applyStarted(r.url, run.id);
-    const pid = await tofu.pid();
-    tofuPids.push(pid);
-
+    const { r, tofu, pid } = await applyingWithSlowTofu();
     process.kill(-r.child.pid!, 'SIGKILL');
     await r.child;
     await until(async () => (await tofu.sigintAt().catch(() => undefined)) ?? undefined, 'tofu to get SIGINT', 10_000);
@@ -159,14 +164,7 @@ describe('nothing lost', { timeout: 90_000 }, () => {
   });
 
   it('a runner killed alone: its tofu is stopped as a cancel stops it, SIGINT first and SIGKILL after the grace', async () => {
-    const env = await setup({ REZUS_LEASE_S: '5', REZUS_SHUTDOWN_GRACE_S: '2' });
-    const tofu = await slowToStopTofu(dataDir!);
-    const r = await runner({ ...env, REZUS_TOFU_BIN: tofu.file });
-    const { clusterId } = await localCluster(r.url, 0);
-    const run = (await api(r.url, 'POST', `/v1/clusters/${clusterId}/provision`, { mode: 'apply' })).body.run;
-    await applyStarted(r.url, run.id);
-    const pid = await tofu.pid();
-    tofuPids.push(pid);
+    const { r, run, tofu, pid } = await applyingWithSlowTofu();
     const started = (await api(r.url, 'GET', `/v1/runs/${run.id}/events`)).body.events.find((e: Json) => e.type === 'started');
     const runnerPid = Number(String(started.data.worker).split(':').at(-1)!.split('@')[0]);
 

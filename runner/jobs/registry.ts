@@ -133,7 +133,8 @@ export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<v
     const run = await deps.jobs.get(id);
     if (run && leaseOwnerIsGone(run.leaseOwner)) {
       await revokeStateCredential(deps, id);
-      await clearRunFiles(deps, run);
+      // Its tofu may still be stopping (its guard gives it the grace): the files go once it is done.
+      void clearRunFilesOnceFree(deps, run);
     } else deps.log.warn('interrupted run keeps its state lock until its process ends', { run: id, worker: run?.leaseOwner ?? null });
   }
 }
@@ -169,6 +170,28 @@ export async function clearRunFiles(deps: Deps, run: { id: string; tenantId: str
   } catch (err) {
     deps.log.error('files of an interrupted run not removed', { run: run.id, error: errorMessage(err) });
   }
+}
+
+/** How often, and how long past tofu's grace, a reaped run's directory is looked at until it is free. */
+const FREE_LOOK_MS = 1_000;
+const FREE_MARGIN_MS = 30_000;
+
+/**
+ * clearRunFiles once no process works in the run's directory any more, looked at every second for
+ * at most tofu's grace and a margin (the guard SIGKILLs it by then); past that, a start clears it.
+ */
+async function clearRunFilesOnceFree(deps: Deps, run: { id: string; tenantId: string | null; clusterId: string | null }): Promise<void> {
+  const { runDirFor } = await import('../../lib/tofu/workspace.ts');
+  const { setTimeout: sleep } = await import('node:timers/promises');
+  let dir: string;
+  try {
+    dir = runDirFor(deps.settings.dataDir, run.id);
+  } catch {
+    return;
+  }
+  const end = Date.now() + deps.settings.tofu.cancelGraceMs + FREE_MARGIN_MS;
+  while ((await inUse(dir)) && Date.now() < end) await sleep(FREE_LOOK_MS, undefined, { ref: false });
+  await clearRunFiles(deps, run);
 }
 
 /** Whether a process of this host works in `dir` (its cwd is there): Linux's /proc, else no. */
