@@ -62,7 +62,7 @@ interface EventsPage {
 }
 
 /** Hands on every stored event after `after`, page by page: one answer holds at most a page. */
-async function readRest(api: ApiClient, runId: string, after: number, onEvent: (e: RunEvent) => void): Promise<void> {
+export async function readRest(api: ApiClient, runId: string, after: number, onEvent: (e: RunEvent) => void): Promise<void> {
   for (;;) {
     const page = await api.json<EventsPage>('GET', `/v1/runs/${runId}/events`, { query: { after } });
     for (const e of page.events) onEvent(e);

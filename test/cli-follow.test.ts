@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient, ApiFailure } from '../cli/client.ts';
 import { followRun } from '../cli/follow.ts';
@@ -94,4 +96,26 @@ describe('followRun after the end', () => {
     expect(afters).toEqual([0, 1000, 2000]);
     expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
   });
+
+  it('rezus logs (without -f) prints every page of a long log', async () => {
+    const total = 1_204;
+    const url = await serve((req, res) => {
+      const u = new URL(req.url!, 'http://x');
+      const after = Number(u.searchParams.get('after') ?? 0);
+      const last = Math.min(after + 1000, total);
+      const events = Array.from({ length: last - after }, (_, i) => ({ seq: after + i + 1, at: 0, type: 'step', level: 'info', message: `step ${after + i + 1}` }));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ run: { id: 'run_x', state: 'succeeded' }, events, more: last < total, next: last }));
+    });
+    const cli = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+    const r = await execa(process.execPath, ['--import', 'tsx', cli, 'logs', 'run_x', '-o', 'json'], {
+      env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', REZUS_URL: url, REZUS_TOKEN: 't' },
+      extendEnv: false,
+      reject: false,
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(total);
+    expect(JSON.parse(lines.at(-1)!).message).toBe(`step ${total}`);
+  }, 30_000);
 });

@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { INVENTORY_POLICIES, type Run, type RunEvent } from '../api-types.ts';
 import type { ApiClient } from '../client.ts';
 import { usageError } from '../exit.ts';
-import { exitCodeOf, followRun, formatEvent } from '../follow.ts';
+import { exitCodeOf, followRun, formatEvent, readRest } from '../follow.ts';
 import { printData, type OutputFormat } from '../output.ts';
 import { resolveCluster, resolveMachine } from '../resolve.ts';
 import { session } from '../session.ts';
@@ -218,8 +218,8 @@ export function registerRunCommands(program: Command): void {
         process.exitCode = exitCodeOf(run);
         return;
       }
-      const { events } = await api.json<{ events: RunEvent[] }>('GET', `/v1/runs/${runId}/events`);
-      events.forEach(print);
+      // Every page: a long run's log is longer than one answer.
+      await readRest(api, runId, 0, print);
     });
 }
 
