@@ -189,6 +189,22 @@ describe('drained Talos upgrades', () => {
     expect(c.kube.pods('w1').map((p) => p.name)).toContain('web-w1');
   });
 
+  it('an install that fails stops the drain where it is and gives the node back its pods', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    workloads(c, 'w1');
+    c.kube.setPdb({ namespace: 'apps', name: 'web-pdb', matchLabels: { app: 'web' }, disruptionsAllowed: 0 });
+    c.sim('w1').failInstall('installer: no space left on device');
+    const { run: r } = await run(h, c, { drainTimeout: 20 });
+    expect(r.state).toBe('failed');
+    expect(r.error).toMatch(/no space left on device/);
+    // At a retry every 20 ms, waiting out the 20 s drain would have refused hundreds of evictions.
+    const refused = c.kube.writes.filter((w) => w.path === '/api/v1/namespaces/apps/pods/web-w1/eviction').length;
+    expect(refused).toBeLessThan(50);
+    const node = c.kube.writes.filter((w) => w.path === '/api/v1/nodes/w1');
+    expect(node.at(-1)!.body).toMatchObject({ spec: { unschedulable: null } });
+    expect(c.sim('w1').calls.map((x) => x.method)).not.toContain('Reboot');
+  });
+
   it('drain: false leaves Kubernetes alone', async () => {
     const { h, c } = await setup(fleet(1, 1));
     workloads(c, 'w1');

@@ -44,7 +44,7 @@ async function withWriter<T>(ctx: NodeContext, fn: (w: KubeWriter) => Promise<T>
  * reboot and leaves the node cordoned (its pods may be half moved; the operator decides). A cancel
  * lets the drain finish like the rest of the node in flight.
  */
-export async function drainFor(ctx: NodeContext, m: GateMachine, event: Event, fail: (t: string) => RunError): Promise<void> {
+export async function drainFor(ctx: NodeContext, m: GateMachine, event: Event, fail: (t: string) => RunError, stop?: AbortSignal): Promise<void> {
   const timeoutMs = ctx.params.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
   await event('upgrade.drain', 'drain', `cordoning and draining (timeout ${Math.round(timeoutMs / 1000)}s)`, { timeoutMs });
   try {
@@ -52,7 +52,7 @@ export async function drainFor(ctx: NodeContext, m: GateMachine, event: Event, f
       drainNode(w, m.name, {
         timeoutMs,
         retryMs: ctx.timings.pollMs,
-        signal: ctx.hard,
+        signal: stop ? AbortSignal.any([ctx.hard, stop]) : ctx.hard,
         annotations: { [CORDON_ANNOTATION]: 'true' },
         onEvent: async (e) => {
           const pod = `${e.pod.namespace}/${e.pod.name}`;

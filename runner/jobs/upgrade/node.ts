@@ -98,7 +98,19 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
           // while the image installs (machined too drains before it installs); only the reboot
           // waits for both.
           await event('upgrade.install', 'install', 'installing with LifecycleService/Upgrade', { api });
-          const draining = params.drain !== false ? drainFor(ctx, m, event, fail).then(() => void (drained = true)) : undefined;
+          // An install that fails ends the drain where it is: the node is not rebooting after all.
+          const stopDrain = new AbortController();
+          let drainFailed = false;
+          const draining =
+            params.drain !== false
+              ? drainFor(ctx, m, event, fail, stopDrain.signal).then(
+                  () => void (drained = true),
+                  (err: unknown) => {
+                    drainFailed = !stopDrain.signal.aborted;
+                    throw err;
+                  },
+                )
+              : undefined;
           // Its failure is taken once the install is done; until then it must not count as unhandled.
           draining?.catch(() => {});
           try {
@@ -111,9 +123,11 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
             );
             await progress;
           } catch (err) {
-            // Not rebooting after all: the drained node takes pods again.
+            // Not rebooting after all: the drain stops and the node takes pods again, unless the
+            // drain itself failed, which leaves it cordoned on purpose (its reason is in the run).
+            stopDrain.abort();
             await draining?.catch(() => {});
-            if (drained) await uncordon(ctx, m, event, fail).catch(() => {});
+            if (draining && !drainFailed) await uncordon(ctx, m, event, fail).catch(() => {});
             throw err;
           }
           await draining;

@@ -197,6 +197,7 @@ export class SimTalosNode {
   private latencyMs = 0;
   private blackholed = false;
   private dropMidCall = false;
+  private installFailure: string | undefined;
   private readonly nodeErrors = new Map<string, string>();
   private etcdMembers: SimEtcdMember[] | undefined;
   private etcdErrors: string[] = [];
@@ -311,6 +312,11 @@ export class SimTalosNode {
   /** While on, each call that arrives kills the connections it came over instead of answering. */
   dropConnectionsMidCall(on: boolean): void {
     this.dropMidCall = on;
+  }
+
+  /** LifecycleService/Upgrade's installer fails with `message` (exit code 1), as on a full disk; null clears. */
+  failInstall(message: string | null): void {
+    this.installFailure = message ?? undefined;
   }
 
   /** Answer `method` with a per-node metadata.error (as apid does for a failed node); null clears. */
@@ -1042,6 +1048,12 @@ export class SimTalosNode {
     this.upgrades.push({ api: 'lifecycle', image, stage: false });
     if (!this.pulledImages.includes(image)) {
       call.write({ progress: { message: `error: image ${image} not found in the system containerd namespace` } });
+      call.write({ progress: { exit_code: 1 } });
+      return;
+    }
+    if (this.installFailure) {
+      call.write({ progress: { message: 'validating installer image' } });
+      call.write({ progress: { message: `error: ${this.installFailure}` } });
       call.write({ progress: { exit_code: 1 } });
       return;
     }
