@@ -1,6 +1,9 @@
 // The worker's map from run kind to executor. Each entry binds a job spec (functions/*/job.ts,
 // what the routes enqueue) to its executor here, so the link is an import, not a string: a
 // dynamic one, whose spec's kind the compiler checks against the entry's.
+import { readdir, readlink, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
 import type { Deps } from '../../functions/context.ts';
 import { pruneStateCredentials, revokeStateCredential } from '../../functions/state/credentials.ts';
@@ -13,7 +16,7 @@ import type { CronJob } from '../cron.ts';
 import { leaseOwnerIsGone } from '../lease-owner.ts';
 import { eq, inArray } from 'drizzle-orm';
 import { runs, stateLocks } from '../../db/schema/index.ts';
-import { TERMINAL_STATES, type RunState } from '../../lib/jobs/types.ts';
+import { TERMINAL_STATES, type Run, type RunState } from '../../lib/jobs/types.ts';
 
 export type AppExecutors = ExecutorRegistry<Deps>;
 
@@ -139,25 +142,27 @@ export async function onRunsInterrupted(deps: Deps, runIds: string[]): Promise<v
   }
 }
 
+type RunRef = Pick<Run, 'id' | 'tenantId' | 'clusterId'>;
+
+/** The run's directory under the data dir; undefined for an id that cannot name one. */
+async function runDirOf(deps: Deps, runId: string): Promise<string | undefined> {
+  // Loaded only here: the reap path is the only one on a start that needs tofu's workspace code.
+  const { runDirFor } = await import('../../lib/tofu/workspace.ts');
+  try {
+    return runDirFor(deps.settings.dataDir, runId);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The run directory an ended run left (its machine configs, a vars file): at its reap, or at a
  * start for a run that ended while its directory could not go. What its tofu could not upload
  * (errored.tfstate) is stored first; if that fails the directory stays, for the next start to try.
  */
-export async function clearRunFiles(deps: Deps, run: { id: string; tenantId: string | null; clusterId: string | null }): Promise<void> {
-  // Loaded only here: the reap path is the only one on a start that needs tofu's workspace code.
-  const [{ runDirFor }, { storeErroredState }, { rm }, { join }] = await Promise.all([
-    import('../../lib/tofu/workspace.ts'),
-    import('./provision/errored-state.ts'),
-    import('node:fs/promises'),
-    import('node:path'),
-  ]);
-  let dir: string;
-  try {
-    dir = runDirFor(deps.settings.dataDir, run.id);
-  } catch {
-    return;
-  }
+export async function clearRunFiles(deps: Deps, run: RunRef): Promise<void> {
+  const dir = await runDirOf(deps, run.id);
+  if (!dir) return;
   // A tofu whose runner died is stopped by its guard, which gives it the grace to finish and
   // write errored.tfstate there: its directory waits for it (the next start clears it).
   if (await inUse(dir)) {
@@ -165,7 +170,10 @@ export async function clearRunFiles(deps: Deps, run: { id: string; tenantId: str
     return;
   }
   try {
-    if (run.tenantId && run.clusterId) await storeErroredState(deps, { workDir: join(dir, 'work'), runId: run.id, tenantId: run.tenantId, clusterId: run.clusterId });
+    if (run.tenantId && run.clusterId) {
+      const { storeErroredState } = await import('./provision/errored-state.ts');
+      await storeErroredState(deps, { workDir: join(dir, 'work'), runId: run.id, tenantId: run.tenantId, clusterId: run.clusterId });
+    }
     await rm(dir, { recursive: true, force: true });
   } catch (err) {
     deps.log.error('files of an interrupted run not removed', { run: run.id, error: errorMessage(err) });
@@ -180,15 +188,9 @@ const FREE_MARGIN_MS = 30_000;
  * clearRunFiles once no process works in the run's directory any more, looked at every second for
  * at most tofu's grace and a margin (the guard SIGKILLs it by then); past that, a start clears it.
  */
-async function clearRunFilesOnceFree(deps: Deps, run: { id: string; tenantId: string | null; clusterId: string | null }): Promise<void> {
-  const { runDirFor } = await import('../../lib/tofu/workspace.ts');
-  const { setTimeout: sleep } = await import('node:timers/promises');
-  let dir: string;
-  try {
-    dir = runDirFor(deps.settings.dataDir, run.id);
-  } catch {
-    return;
-  }
+async function clearRunFilesOnceFree(deps: Deps, run: RunRef): Promise<void> {
+  const dir = await runDirOf(deps, run.id);
+  if (!dir) return;
   const end = Date.now() + deps.settings.tofu.cancelGraceMs + FREE_MARGIN_MS;
   while ((await inUse(dir)) && Date.now() < end) await sleep(FREE_LOOK_MS, undefined, { ref: false });
   await clearRunFiles(deps, run);
@@ -196,7 +198,6 @@ async function clearRunFilesOnceFree(deps: Deps, run: { id: string; tenantId: st
 
 /** Whether a process of this host works in `dir` (its cwd is there): Linux's /proc, else no. */
 async function inUse(dir: string): Promise<boolean> {
-  const { readdir, readlink } = await import('node:fs/promises');
   const pids = await readdir('/proc').catch(() => [] as string[]);
   for (const pid of pids) {
     if (!/^\d+$/.test(pid)) continue;
