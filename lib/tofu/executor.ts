@@ -127,10 +127,13 @@ function stopBoundOf(reason: unknown): number | undefined {
  * whole group pre-empts (the command dies first, and tofu reports only the provisioner's failure).
  * SIGKILL goes to the group, so nothing tofu started outlives it.
  */
-function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
-  if (pid === undefined) return;
+const interrupt = (pid: number | undefined): void => send(pid, 'SIGINT');
+const killGroup = (pid: number | undefined): void => send(pid === undefined ? undefined : -pid, 'SIGKILL');
+
+function send(target: number | undefined, sig: NodeJS.Signals): void {
+  if (target === undefined) return;
   try {
-    process.kill(sig === 'SIGINT' ? pid : -pid, sig);
+    process.kill(target, sig);
   } catch {
     // It has exited already.
   }
@@ -139,8 +142,8 @@ function signalGroup(pid: number | undefined, sig: NodeJS.Signals): void {
 // A group of its own is out of reach of a kill aimed at the runner's group (a terminal closing, a
 // test or supervisor killing the group): without this, tofu and its children would outlive a
 // runner killed that way, and nothing would stop them. The guard is outside both groups; when
-// the runner dies, its end of the pipe closes and `read` fails: the guard stops tofu's group as a
-// cancel does, SIGINT and the grace before SIGKILL, so tofu finishes what it has under way and
+// the runner dies, its end of the pipe closes and `read` fails: the guard stops tofu as a cancel
+// does, SIGINT and the grace before SIGKILL, so tofu finishes what it has under way and
 // leaves errored.tfstate (its backend died with the runner), which the next runner stores. A line
 // on the pipe (tofu has exited) dismisses it.
 const GUARD_SCRIPT = 'read -r _ || { kill -s INT "$1"; sleep "$2"; kill -s KILL -- "-$1"; }';
@@ -208,20 +211,20 @@ export async function runTofu(opts: TofuExecOptions): Promise<TofuExecResult> {
   // nobody left to wait for: it goes at once.
   child.once('exit', () => {
     exited = true;
-    if (stopping) signalGroup(pid, 'SIGKILL');
+    if (stopping) killGroup(pid);
     guard?.dismiss();
   });
   const forceKill = (): void => {
     if (exited) return;
     forceKilled = true;
-    signalGroup(pid, 'SIGKILL');
+    killGroup(pid);
   };
   /** SIGINT once, SIGKILL after withinMs; a tighter bound later (a shutdown during a timeout's stop) brings the SIGKILL forward. */
   const stop = (withinMs = graceMs): void => {
-    if (exited) return signalGroup(pid, 'SIGKILL');
+    if (exited) return killGroup(pid);
     const at = performance.now() + withinMs;
     if (at >= killAt) return;
-    if (!stopping) signalGroup(pid, 'SIGINT');
+    if (!stopping) interrupt(pid);
     stopping = true;
     killAt = at;
     clearTimeout(killTimer);
