@@ -24,6 +24,7 @@ import { currentVersion } from '../state/store.ts';
 import { findDelivery, insertDelivery, MAX_DELIVERY_ID_CHARS, recordDelivery, type Delivery } from '../webhooks/deliveries.ts';
 import { loadWebhookSecret } from '../webhooks/secret.ts';
 import { PROVISION_KIND, provisionJob, type ProvisionParams } from './job.ts';
+import type { Alongside } from '../../lib/jobs/queue.ts';
 
 export const provisionBody = z.strictObject({
   mode: z.enum(['plan', 'apply']),
@@ -36,8 +37,8 @@ export const hookBody = z.strictObject({
   destroy: z.boolean().optional(),
 });
 
-const enqueueProvision = (deps: Deps, cluster: ClusterRow, params: ProvisionParams, createdBy: string) =>
-  enqueueClusterRun(deps, cluster, provisionJob, params, createdBy);
+const enqueueProvision = (deps: Deps, cluster: Pick<ClusterRow, 'id' | 'tenantId'>, params: ProvisionParams, createdBy: string, alongside?: Alongside) =>
+  enqueueClusterRun(deps, cluster, provisionJob, params, createdBy, alongside);
 
 export function provisionRoutes() {
   const app = new Hono<AppEnv>();
@@ -72,8 +73,7 @@ export function approveRoutes() {
     const cluster = await loadCluster(c, plan.clusterId);
     // The apply run and the plan's taking commit together: queued first, a worker could claim the
     // run and find the plan not yet its own, and a crash in between left a run with no plan.
-    const params = provisionJob.params.parse({ mode: 'apply', destroy: plan.destroy, planRun: planRun.id });
-    const run = await jobs.enqueueWith({ kind: provisionJob.kind, params, tenantId: cluster.tenantId, clusterId: cluster.id, exclusive: true, createdBy: c.var.principal.tokenId }, (id) => [
+    const run = await enqueueProvision(c.var.deps, cluster, { mode: 'apply', destroy: plan.destroy, planRun: planRun.id }, c.var.principal.tokenId, (id) => [
       db.update(provisionPlans).set({ appliedBy: id }).where(and(eq(provisionPlans.runId, planRun.id), isNull(provisionPlans.appliedBy))),
     ]);
     const taken = await db.select({ appliedBy: provisionPlans.appliedBy }).from(provisionPlans).where(eq(provisionPlans.runId, planRun.id)).get();
@@ -166,13 +166,11 @@ async function startHookRun(c: Context<AppEnv>, tenantId: string, req: HookReque
   const deps = c.var.deps;
   const cluster = await findHookCluster(deps, tenantId, req.cluster);
   const deliveryId = req.deliveryKey;
-  const params = provisionJob.params.parse({ mode: req.mode, destroy: req.destroy });
   let runId: string | undefined;
   try {
-    const run = await deps.jobs.enqueueWith(
-      { kind: provisionJob.kind, params, tenantId, clusterId: cluster.id, exclusive: true, createdBy: `webhook:${deliveryId}` },
-      (id) => [insertDelivery(deps, { tenantId, deliveryId, runId: (runId = id) })],
-    );
+    const run = await enqueueProvision(deps, { id: cluster.id, tenantId }, { mode: req.mode, destroy: req.destroy }, `webhook:${deliveryId}`, (id) => [
+      insertDelivery(deps, { tenantId, deliveryId, runId: (runId = id) }),
+    ]);
     return accepted(c, run);
   } catch (err) {
     // A copy of a recorded delivery failed the batch, or the batch committed and only its answer was lost.

@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { JobSpec } from '../../lib/jobs/spec.ts';
 import type { Run } from '../../lib/jobs/types.ts';
+import type { Alongside } from '../../lib/jobs/queue.ts';
 import type { AppEnv, Deps } from '../context.ts';
 import type { ClusterRow } from '../inventory/load.ts';
 import { publicRun } from './routes.ts';
@@ -13,8 +14,9 @@ export function enqueueClusterRun<S extends z.ZodType<Record<string, unknown>>>(
   job: JobSpec<string, S>,
   params: z.input<S>,
   createdBy: string,
+  alongside?: Alongside,
 ): Promise<Run> {
-  return job.enqueue(deps.jobs, params, { tenantId: cluster.tenantId, clusterId: cluster.id, exclusive: true, createdBy });
+  return job.enqueue(deps.jobs, params, { tenantId: cluster.tenantId, clusterId: cluster.id, exclusive: true, createdBy }, alongside);
 }
 
 /** `202 {run}`: the answer of every handler that queues work. */

@@ -21,6 +21,9 @@ const ACTIVE: RunState[] = ['queued', 'running'];
  * The run queue. Every transition is a single conditional UPDATE, so the database decides who
  * wins when two workers (or a worker and a canceler) race; nothing relies on in-process locks.
  */
+/** The caller's rows that commit with a new run (given its id) or not at all. */
+export type Alongside = (runId: string) => DbStatement[];
+
 export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
   const { db, clock, bus } = deps;
 
@@ -142,7 +145,7 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
      * nor miss one that does. A unique violation while the lock is held is ActiveRunConflict, any
      * other is rethrown: either may come from the caller's rows, which the caller checks first.
      */
-    async enqueueWith(input: EnqueueInput, alongside: (runId: string) => DbStatement[]): Promise<Run> {
+    async enqueueWith(input: EnqueueInput, alongside: Alongside): Promise<Run> {
       const row = queuedRow(input);
       // The run is new in this very transaction, so its first event is seq 1: no writer can race it.
       const event = { runId: row.id, seq: 1, at: row.createdAt, level: 'info' as const, ...queuedEvent(input) };

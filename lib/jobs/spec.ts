@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Jobs } from './queue.ts';
+import type { Alongside, Jobs } from './queue.ts';
 import type { Run } from './types.ts';
 
 /** Where a run of a kind is queued and what it excludes. */
@@ -21,8 +21,11 @@ export interface EnqueueTarget {
 export interface JobSpec<K extends string = string, S extends z.ZodType<Record<string, unknown>> = z.ZodType<Record<string, unknown>>> {
   readonly kind: K;
   readonly params: S;
-  /** Validates the params and queues a run; a params bug fails here, in the request, not in the run. */
-  enqueue(jobs: Pick<Jobs, 'enqueue'>, params: z.input<S>, target: EnqueueTarget): Promise<Run>;
+  /**
+   * Validates the params and queues a run; a params bug fails here, in the request, not in the run.
+   * `alongside`: rows that commit with the run or not at all (Jobs.enqueueWith).
+   */
+  enqueue(jobs: Pick<Jobs, 'enqueue' | 'enqueueWith'>, params: z.input<S>, target: EnqueueTarget, alongside?: Alongside): Promise<Run>;
 }
 
 export type JobParams<J> = J extends JobSpec<string, infer S> ? z.output<S> : never;
@@ -31,8 +34,9 @@ export function defineJob<const K extends string, S extends z.ZodType<Record<str
   return {
     kind,
     params,
-    async enqueue(jobs, input, target) {
-      return jobs.enqueue({ kind, params: params.parse(input), ...target });
+    async enqueue(jobs, input, target, alongside) {
+      const run = { kind, params: params.parse(input), ...target };
+      return alongside ? jobs.enqueueWith(run, alongside) : jobs.enqueue(run);
     },
   };
 }
