@@ -15,6 +15,7 @@ import { clusterSettingsInput, clusterUpdateInput, validateClusterInput } from '
 import { openClusterSecrets, sealClusterSecrets } from '../machine-config/secrets.ts';
 import { readClusterSettings } from '../machine-config/settings.ts';
 import { renderOrReject } from '../machine-config/render.ts';
+import { clusterMeshDeliveries } from '../../lib/mesh/dial.ts';
 import { hasLiveState } from '../state/store.ts';
 import { loadCluster, type ClusterRow } from './load.ts';
 import { dnsLabel, idParam } from './schemas.ts';
@@ -142,7 +143,8 @@ export function clusterRoutes() {
     for (const role of ['controlplane', 'worker'] as const) {
       renderOrReject(next, { name: `check-${role}`, role, installDisk: null, patches: [], address: null }, secrets);
     }
-    for (const m of rows) renderOrReject(next, m, secrets, `machines.${m.name}`);
+    const mesh = await clusterMeshDeliveries(c.var.deps, cluster.id);
+    for (const m of rows) renderOrReject(next, m, secrets, `machines.${m.name}`, mesh.get(m.id)?.documents);
     const [row] = await db
       .update(clusters)
       .set({ kubernetesVersion: merged.kubernetesVersion, endpoint: merged.endpoint, settings: merged.settings, updatedAt: clock.now() })

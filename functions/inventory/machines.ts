@@ -14,6 +14,7 @@ import { isNodeAddress } from './address.ts';
 import { renderOrReject } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { patchList } from '../machine-config/settings.ts';
+import { meshDocuments } from '../../lib/mesh/dial.ts';
 
 export const PROVIDERS = ['oci', 'openstack', 'hetzner', 'aws', 'metal', 'local'] as const;
 
@@ -106,7 +107,8 @@ export function machineRoutes() {
     const cluster = await loadCluster(c, c.req.param('id'));
     const machine = await loadMachine(c, cluster, c.req.param('mid'));
     const body = await readJson(c, updateMachine);
-    renderOrReject(cluster, { ...machine, ...body }, openClusterSecrets(c.var.deps, cluster));
+    // With its mesh document, as it is delivered: a patch may clash with it (a link of its name).
+    renderOrReject(cluster, { ...machine, ...body }, openClusterSecrets(c.var.deps, cluster), 'patches', await meshDocuments(c.var.deps, machine.id));
     const [row] = await c.var.deps.db
       .update(machines)
       .set({ ...body, updatedAt: c.var.deps.clock.now() })

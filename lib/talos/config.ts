@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { stringifyConfigDocument } from './config-yaml.ts';
 import { installerImage, VANILLA_SCHEMATIC } from './installer.ts';
+import { multiDocIssues } from './multidoc-rules.ts';
 import { applyPatch, parsePatch } from './patch.ts';
 import type { ConfigDocument, PatchInput } from './patch.ts';
 import { pemToBase64 } from './pem.ts';
@@ -209,7 +210,7 @@ function baseDocuments(input: CheckedInput): ConfigDocument[] {
 }
 
 function assertWithoutIssues(docs: ConfigDocument[], role: MachineRole): FieldIssue[] {
-  return [...validateDocuments(docs), ...semanticIssues(docs, role)];
+  return [...validateDocuments(docs), ...semanticIssues(docs, role), ...multiDocIssues(docs)];
 }
 
 // The Go-side rules the schema cannot express (v1alpha1_validation.go) that a patch could break.
@@ -254,8 +255,10 @@ export function buildMachineDocuments(input: MachineConfigInput): ConfigDocument
   const final = steps[steps.length - 1] as ConfigDocument[];
   const issues = assertWithoutIssues(final, checked.role);
   if (issues.length > 0) {
-    // Name the first patch whose result breaks the config, so the user knows which one to fix.
-    const culprit = patches.findIndex((_, i) => assertWithoutIssues(steps[i + 1] as ConfigDocument[], checked.role).length > 0);
+    // Name the first patch whose result breaks the config, so the user knows which one to fix;
+    // none when the config is broken before any patch (extra documents clashing with ours).
+    const baseBroken = assertWithoutIssues(steps[0] as ConfigDocument[], checked.role).length > 0;
+    const culprit = baseBroken ? -1 : patches.findIndex((_, i) => assertWithoutIssues(steps[i + 1] as ConfigDocument[], checked.role).length > 0);
     const source = culprit === -1 ? undefined : patches[culprit]?.source;
     throw new TalosConfigError(source ? issues.map((i) => ({ ...i, message: `${i.message} (after ${source})` })) : issues);
   }
