@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runEvents, runs } from '../db/schema/index.ts';
+import { newId } from '../lib/ids.ts';
 import { loadConfig } from '../runner/config.ts';
 import { startHost, type Host } from '../runner/host.ts';
 import { provisionExecutor } from '../runner/jobs/provision/executor.ts';
@@ -304,6 +306,76 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
       await context.close();
     }
   });
+});
+
+/**
+ * A provision run that failed after `count` events, written straight to the database: the
+ * runner's worker must not pick it up. Event n says "tofu line n", except one carrying markup
+ * (`markupAt`), tofu's diagnostic just before the end, and the failure itself, last.
+ */
+async function failedLongRun(count: number, markupAt: number): Promise<string> {
+  const id = newId('run');
+  const t0 = Date.now() - 600_000;
+  await host.deps.db.insert(runs).values({
+    id, kind: 'provision', tenantId, clusterId, exclusive: false, state: 'failed', params: { mode: 'apply' },
+    error: 'terraform apply failed (exit 1)', attempt: 1, createdBy: 'env-admin', createdAt: t0, startedAt: t0, finishedAt: t0 + count,
+  });
+  const event = (seq: number) => {
+    const base = { runId: id, seq, at: t0 + seq, level: 'info' as const, type: 'tofu.log', message: `tofu line ${seq}`, data: null };
+    if (seq === markupAt) return { ...base, message: '<img src=x onerror="window.pwned=1">' };
+    if (seq === count - 1) return { ...base, level: 'error' as const, type: 'tofu.diagnostic', message: 'Error: creating server: quota exceeded', data: { severity: 'error', summary: 'quota exceeded' } };
+    if (seq === count) return { ...base, level: 'error' as const, type: 'failed', message: 'run failed: terraform apply failed (exit 1)' };
+    return base;
+  };
+  for (let from = 1; from <= count; from += 500) {
+    await host.deps.db.insert(runEvents).values(Array.from({ length: Math.min(500, count - from + 1) }, (_, i) => event(from + i)));
+  }
+  return id;
+}
+
+describe.each(['desktop', 'phone'] as const)('a failed run with a long log (%s)', (size) => {
+  it('opens on the error at the end, counts what is shown, and loads the rest on request', async () => {
+    const runId = await failedLongRun(3200, 1100);
+    const { context, page } = await signedIn(size);
+    try {
+      await page.goto(`${host.url}/runs/${runId}`);
+      const log = page.locator('#run-log');
+      const count = page.locator('#log-count');
+      expect(await count.textContent()).toBe('Showing 2,000 of 3,200 events.');
+      // The last event is the failure, and the log box opens scrolled to it.
+      const last = log.locator('li[data-seq]').last();
+      expect(await last.locator('.msg').textContent()).toBe('run failed: terraform apply failed (exit 1)');
+      await expect.poll(() => log.evaluate((el) => Math.ceil(el.scrollTop + el.clientHeight) >= el.scrollHeight)).toBe(true);
+      const lastBox = (await last.boundingBox())!;
+      const logBox = (await log.boundingBox())!;
+      expect(lastBox.y).toBeGreaterThanOrEqual(logBox.y);
+      expect(lastBox.y + lastBox.height).toBeLessThanOrEqual(logBox.y + logBox.height + 1);
+      expect(await page.locator('#run-error').textContent()).toBe('quota exceeded');
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
+      await shot(page, `${size}-long-log`);
+
+      // Between the first and last pages: 1,200 events, a page of them earlier first, then the rest.
+      expect(await page.locator('#log-gap-text').textContent()).toBe('1,200 events not shown.');
+      await page.getByRole('button', { name: 'Show 1,000 earlier' }).click();
+      await expect.poll(() => count.textContent()).toBe('Showing 3,000 of 3,200 events.');
+      expect(await page.locator('#log-gap-text').textContent()).toBe('200 events not shown.');
+      await page.locator('#log-gap').scrollIntoViewIfNeeded();
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
+      await shot(page, `${size}-long-log-gap`);
+      await page.getByRole('button', { name: 'Show 200 more' }).click();
+      await expect.poll(() => count.textContent()).toBe('Showing all 3,200 events.');
+      expect(await page.locator('#log-gap').count()).toBe(0);
+      const seqs = await log.locator('li').evaluateAll((lis) => lis.map((li) => Number(li.getAttribute('data-seq'))));
+      expect(seqs).toEqual(Array.from({ length: 3200 }, (_, i) => i + 1));
+      expect(await log.locator('li[data-seq="1500"] .msg').textContent()).toBe('tofu line 1500');
+      // An event's markup, loaded by the script, is text.
+      expect(await log.locator('li[data-seq="1100"] .msg').textContent()).toBe('<img src=x onerror="window.pwned=1">');
+      expect(await log.locator('img').count()).toBe(0);
+      expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
 });
 
 describe('machine charts and every page at phone width', () => {

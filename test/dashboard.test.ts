@@ -331,3 +331,88 @@ describe('forms go through the API', () => {
     expect(alertOf(again.text)).toMatch(/active run/);
   });
 });
+
+describe('a long run log', () => {
+  /**
+   * A finished run of `count` events, as the queue writes them: queued, started, tofu's lines
+   * (one of them markup, one the diagnostic that explains the failure), then the failure.
+   */
+  async function longRun(count: number, opts: { tenantId?: string; state?: 'failed' | 'succeeded' } = {}) {
+    const run = await h.deps.jobs.enqueue({ kind: 'provision', exclusive: false, tenantId: opts.tenantId, params: { mode: 'apply' } });
+    await h.deps.jobs.claim({ workerId: 'long', leaseMs: 60_000, kinds: ['provision'] });
+    const lines = Array.from({ length: count - 3 }, (_, i) => ({ type: 'tofu.log', message: `line ${i + 3}` }));
+    lines[count - 4] = { type: 'tofu.diagnostic', level: 'error', message: 'Error: <img src=x onerror=alert(1)>', data: { severity: 'error', summary: 'Quota <b>exceeded</b>' } } as never;
+    for (let i = 0; i < lines.length; i += 500) expect(await h.deps.jobs.appendEvents(run.id, lines.slice(i, i + 500))).toBe(true);
+    const failed = opts.state !== 'succeeded';
+    await h.deps.jobs.finish(run.id, 'long', failed ? { state: 'failed', error: 'terraform apply failed (exit 1)' } : { state: 'succeeded' });
+    return run.id;
+  }
+  const seqs = (html: string) => [...html.matchAll(/<li class="\w+" data-seq="(\d+)"/g)].map((m) => Number(m[1]));
+
+  it('renders the first and the last page of a finished run, the count and the gap between; markup stays text', async () => {
+    const runId = await longRun(2500);
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const page = await b.get(`/runs/${runId}`);
+    expect(page.status).toBe(200);
+    const shown = seqs(page.text);
+    expect(shown).toEqual([...Array.from({ length: 1000 }, (_, i) => i + 1), ...Array.from({ length: 1000 }, (_, i) => i + 1501)]);
+    expect(page.text).toContain('<span id="log-count" aria-live="polite">Showing 2,000 of 2,500 events.</span> <a href="#log-end">Go to the last event</a>');
+    expect(page.text).toMatch(/<li class="log-gap" id="log-gap" data-after="1000" data-before="1501" data-page="1000"><span id="log-gap-text">500 events not shown\.<\/span>/);
+    // The buttons need the page script; without it they stay hidden and the count says what is missing.
+    expect(page.text).toContain('<button type="button" class="secondary" id="log-more" aria-describedby="log-gap-text" hidden="">Show 500 more</button>');
+    expect(page.text).toContain('<button type="button" class="secondary" id="log-earlier" aria-describedby="log-gap-text" hidden="">Show 500 earlier</button>');
+    expect(page.text).toContain('<li class="error" data-seq="2500" id="log-end">');
+    expect(page.text).toContain('run failed: terraform apply failed (exit 1)');
+    expect(page.text).toContain('data-total="2500"');
+    expect(page.text).toContain('data-scroll="end"');
+    // The diagnostic at the end of the log explains the failure at the top of the page.
+    expect(page.text).toContain('<dd id="run-error">Quota &lt;b&gt;exceeded&lt;/b&gt;</dd>');
+    expect(page.text).toContain('<span class="msg">Error: &lt;img src=x onerror=alert(1)&gt;</span>');
+    expect(page.text).not.toContain('<img src=x');
+    expect(page.text).not.toContain('<b>exceeded');
+    const outcome = await b.get(`/runs/${runId}?part=outcome`);
+    expect(outcome.text).toContain('<dd id="run-error">Quota &lt;b&gt;exceeded&lt;/b&gt;</dd>');
+  });
+
+  it('a log of more than one page whose ends meet shows every event; a short or live one shows no gap', async () => {
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const meets = await b.get(`/runs/${await longRun(1500, { state: 'succeeded' })}`);
+    expect(seqs(meets.text)).toEqual(Array.from({ length: 1500 }, (_, i) => i + 1));
+    expect(meets.text).toContain('<span id="log-count" aria-live="polite">Showing all 1,500 events.</span>');
+    expect(meets.text).not.toContain('id="log-gap"');
+    expect(meets.text).not.toContain('data-scroll');
+
+    const short = await b.get(`/runs/${await longRun(4)}`);
+    expect(seqs(short.text)).toEqual([1, 2, 3, 4]);
+    expect(short.text).toContain('<span id="log-count" aria-live="polite">Showing all 4 events.</span></p>');
+
+    const queued = await h.deps.jobs.enqueue({ kind: 'backup', exclusive: false });
+    const live = await b.get(`/runs/${queued.id}`);
+    expect(live.text).not.toContain('id="log-count"');
+    expect(live.text).not.toContain('data-total');
+  });
+
+  it('relays a page of the log as JSON for the session, and shows nothing of another tenant', async () => {
+    const runId = await longRun(2500);
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const res = await b.get(`/runs/${runId}/events?after=1000&limit=500`, { accept: 'application/json' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const body = JSON.parse(res.text);
+    expect(body.events.map((e: { seq: number }) => e.seq)).toEqual(Array.from({ length: 500 }, (_, i) => i + 1001));
+    expect(body).toMatchObject({ more: true, next: 1500 });
+    // The API's own checks answer for the relay.
+    expect((await b.get(`/runs/${runId}/events?after=-1`, { accept: 'application/json' })).status).toBe(400);
+
+    const anon = new FormClient(h.app);
+    expect((await anon.get(`/runs/${runId}/events?after=1000`, { accept: 'application/json' })).location).toBe('/login');
+    const { tenantId } = await seedCluster(h);
+    const tenant = new FormClient(h.app);
+    await tenant.login(await tenantToken(tenantId));
+    expect((await tenant.get(`/runs/${runId}/events?after=1000`, { accept: 'application/json' })).status).toBe(404);
+  });
+});

@@ -59,13 +59,17 @@ describe('run events past one read', () => {
     expect(resumed.at(-1)!.event).toBe('end');
   });
 
-  it('the JSON log comes in pages: `limit` (at most 1000), `more` while events remain, `next` as the following `after`', async () => {
+  it('the JSON log comes in pages: `limit` (at most 1000), `more` while events remain, `next` as the following `after`, `last` the end', async () => {
     const run = await failedRunWithLongLog();
 
     const first = await h.call('GET', `/v1/runs/${run.id}/events`);
     expect(first.status).toBe(200);
     expect(first.body.events).toHaveLength(1000);
-    expect(first.body).toMatchObject({ more: true, next: 1000 });
+    expect(first.body).toMatchObject({ more: true, next: 1000, last: run.total });
+    // `last` goes straight to the end: the error of a failed run is in its last page.
+    const tail = (await h.call('GET', `/v1/runs/${run.id}/events?after=${first.body.last - 5}`)).body;
+    expect(tail.events.map((e: { seq: number }) => e.seq)).toEqual(seqs(run.total - 4, run.total));
+    expect(tail.events.at(-1)).toMatchObject({ type: 'failed' });
 
     const seen: number[] = [];
     let after = 0;

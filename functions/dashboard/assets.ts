@@ -76,6 +76,12 @@ ol.log li:last-child { border-bottom: 0; }
 ol.log .warn { color: var(--warn); }
 ol.log .error { color: var(--danger); }
 ol.log .msg { word-break: break-word; white-space: pre-wrap; }
+/* Events loaded into the gap must not push the one being read out of view: no scroll anchoring. */
+ol.log { overflow-anchor: none; }
+ol.log li.log-gap { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; margin: .25rem 0; padding: .5rem .75rem; border: 1px dashed var(--muted); border-radius: 6px; background: var(--bg); font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: .95rem; }
+ol.log li.log-gap:last-child { border-bottom: 1px dashed var(--muted); }
+ol.log li.log-gap button { min-height: 2.25rem; padding: .25rem .75rem; }
+.log-count { margin: 0 0 .5rem; }
 .sparkline { color: var(--accent); vertical-align: middle; }
 pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: .75rem; overflow: auto; font-size: .85rem; }
 .login { max-width: 28rem; margin: 2rem auto; }
@@ -155,26 +161,35 @@ tr.row-error td { background: var(--danger-bg); }
 `;
 
 /**
- * Follows a run's log with EventSource. The page renders the events known at load time; this
- * asks the dashboard's stream proxy for the rest (cookies go along, no Authorization header needed).
+ * The run page's log. A live run: follows it with EventSource. A finished run whose first and last
+ * pages do not meet: loads the events between, a page at a time, when asked. Both go through the
+ * dashboard's relay of the API (the session cookie goes along, no Authorization header needed);
+ * messages are set as text, never as HTML.
  */
 export const RUN_LOG_JS = `
 (function () {
   var log = document.getElementById('run-log');
-  if (!log || log.getAttribute('data-done') === '1' || !window.EventSource) return;
-  var last = Number(log.getAttribute('data-after') || '0');
+  if (!log) return;
   var live = document.getElementById('run-live');
   function pad(n) { return n < 10 ? '0' + n : String(n); }
   function clock(ms) { var d = new Date(ms); return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()); }
   function cell(text, cls) { var s = document.createElement('span'); s.textContent = text; if (cls) s.className = cls; return s; }
-  function append(e) {
+  function line(e) {
     var li = document.createElement('li');
     li.className = e.level;
     li.setAttribute('data-seq', String(e.seq));
     li.appendChild(cell(clock(e.at), 'at'));
     li.appendChild(cell(e.level, 'level'));
     li.appendChild(cell(e.message, 'msg'));
-    log.appendChild(li);
+    return li;
+  }
+  pages();
+  // A run that went wrong is read from its end (once the gap's buttons have taken their room).
+  if (log.getAttribute('data-scroll') === 'end') log.scrollTop = log.scrollHeight;
+  if (log.getAttribute('data-done') === '1' || !window.EventSource) return;
+  var last = Number(log.getAttribute('data-after') || '0');
+  function append(e) {
+    log.appendChild(line(e));
     log.scrollTop = log.scrollHeight;
   }
   var es = new EventSource(log.getAttribute('data-stream') + '?after=' + last);
@@ -223,5 +238,69 @@ export const RUN_LOG_JS = `
   });
   es.onerror = function () { if (live && log.getAttribute('data-done') !== '1') live.textContent = 'Connection lost; retrying...'; };
   es.onopen = function () { if (live) live.textContent = 'Following the run live.'; };
+
+  /** The gap between a finished run's first and last pages, filled a page at a time on request. */
+  function pages() {
+    var gap = document.getElementById('log-gap');
+    var more = document.getElementById('log-more');
+    var earlier = document.getElementById('log-earlier');
+    var gapText = document.getElementById('log-gap-text');
+    var count = document.getElementById('log-count');
+    if (!gap || !more || !earlier || !gapText) return;
+    var PAGE = Number(gap.getAttribute('data-page')) || 1000;
+    var total = Number(log.getAttribute('data-total') || '0');
+    function fmt(n) { return String(n).replace(/\\B(?=(\\d{3})+(?!\\d))/g, ','); }
+    function events(n) { return fmt(n) + (n === 1 ? ' event' : ' events'); }
+    function bound(name) { return Number(gap.getAttribute('data-' + name)); }
+    function missing() { return bound('before') - bound('after') - 1; }
+    function relabel() {
+      var n = fmt(Math.min(missing(), PAGE));
+      gapText.textContent = events(missing()) + ' not shown.';
+      more.textContent = 'Show ' + n + ' more';
+      earlier.textContent = 'Show ' + n + ' earlier';
+    }
+    function recount() {
+      if (!count) return;
+      var shown = log.querySelectorAll('li[data-seq]').length;
+      count.textContent = shown < total ? 'Showing ' + fmt(shown) + ' of ' + events(total) + '.'
+        : total === 1 ? 'Showing the one event.' : 'Showing all ' + events(total) + '.';
+    }
+    function busy(on) { more.disabled = on; earlier.disabled = on; gap.setAttribute('aria-busy', on ? 'true' : 'false'); }
+    // Forward: the page right after the first part. Back: the page that ends where the last part begins.
+    function load(forward) {
+      var before = bound('before');
+      var from = forward ? bound('after') : Math.max(bound('after'), before - 1 - PAGE);
+      var limit = Math.min(PAGE, before - 1 - from);
+      busy(true);
+      var req = new XMLHttpRequest();
+      req.open('GET', log.getAttribute('data-stream') + '?after=' + from + '&limit=' + limit);
+      req.setRequestHeader('accept', 'application/json');
+      req.onload = function () {
+        var body = null;
+        // An ended session answers with the login page, not JSON.
+        try { body = req.status === 200 ? JSON.parse(req.responseText) : null; } catch (err) { body = null; }
+        busy(false);
+        if (!body || !body.events) { gapText.textContent = 'The events could not be loaded; reload the page (the session may have ended).'; return; }
+        var got = body.events.filter(function (e) { return e.seq > from && e.seq < before; });
+        var where = forward ? gap : gap.nextSibling;
+        for (var i = 0; i < got.length; i++) log.insertBefore(line(got[i]), where);
+        // Seqs have no holes, so an empty answer means the gap is closed, not that it is stuck.
+        if (forward) gap.setAttribute('data-after', String(got.length ? got[got.length - 1].seq : before - 1));
+        else gap.setAttribute('data-before', String(got.length ? got[0].seq : from + 1));
+        recount();
+        if (missing() > 0) return relabel();
+        var focused = document.activeElement === more || document.activeElement === earlier;
+        gap.parentNode.removeChild(gap);
+        // The button went with the gap; focus stays in the log rather than falling back to the page.
+        if (focused) { log.setAttribute('tabindex', '-1'); log.focus(); }
+      };
+      req.onerror = function () { busy(false); gapText.textContent = 'The events could not be loaded; check the connection and try again.'; };
+      req.send();
+    }
+    more.addEventListener('click', function () { load(true); });
+    earlier.addEventListener('click', function () { load(false); });
+    more.hidden = false;
+    earlier.hidden = false;
+  }
 })();
 `;

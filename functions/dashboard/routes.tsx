@@ -8,6 +8,7 @@ import { authenticate } from '../auth.ts';
 import type { AppEnv, Principal } from '../context.ts';
 import { apiClient, runIdOf, type ApiClient, type ApiResult, type Dispatch, type Json } from './api.ts';
 import { APP_CSS, RUN_LOG_JS } from './assets.ts';
+import { readRunLog } from './run-log.ts';
 import { apiHealthView, readHealth, UNKNOWN_REPORT, type HealthContext, type HealthView } from './health-view.ts';
 import { INGRESS_PRINCIPAL, SUPERVISOR_ADDRESS, ingressDecision, unknownRemoteAddress, type RemoteAddressSource } from './ingress.ts';
 import { ClusterPage } from './pages/cluster.tsx';
@@ -304,11 +305,12 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     if (!ev.ok) return notFoundOr(c, ev, 'Run');
     const run = ev.body.run;
     const now = c.var.deps.clock.now();
+    const log = await readRunLog(client, ev.body);
     if (c.req.query('part') === 'outcome') {
-      return c.html(await html`${<RunOutcome v={c.var.view} run={run} events={ev.body.events} now={now} />}`, 200, SECURITY_HEADERS);
+      return c.html(await html`${<RunOutcome v={c.var.view} run={run} events={[...log.head, ...log.tail]} now={now} />}`, 200, SECURITY_HEADERS);
     }
     const cl = run.cluster ? await client.get(`/v1/clusters/${encodeURIComponent(run.cluster)}`) : null;
-    return render(c, status, <RunPage v={c.var.view} run={run} events={ev.body.events} clusterName={cl?.ok ? cl.body.name : undefined} now={now} error={error} />);
+    return render(c, status, <RunPage v={c.var.view} run={run} log={log} clusterName={cl?.ok ? cl.body.name : undefined} now={now} error={error} />);
   };
   app.get('/runs/:id', (c) => runPage(c, 200));
   for (const action of ['cancel', 'approve'] as const) {
@@ -353,7 +355,22 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   });
 
   // EventSource cannot send an Authorization header; this relays the API's stream for the session.
+  // Asked for JSON instead, it relays one page of the log: the run page's "Show more" on a finished run.
   app.get('/runs/:id/events', async (c) => {
+    const accept = c.req.header('accept') ?? '';
+    if (accept.includes('application/json') && !accept.includes('text/event-stream')) {
+      const qs = new URLSearchParams();
+      for (const k of ['after', 'limit']) {
+        const val = c.req.query(k);
+        if (val !== undefined) qs.set(k, val);
+      }
+      // The API checks the numbers and the principal's right to the run, as for any client.
+      const res = await api(c).raw(`/v1/runs/${encodeURIComponent(c.req.param('id'))}/events${qs.size ? `?${qs.toString()}` : ''}`, { headers: { accept: 'application/json' } });
+      return new Response(res.body, {
+        status: res.status,
+        headers: { 'content-type': res.headers.get('content-type') ?? 'application/json', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', vary: 'accept' },
+      });
+    }
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     const lastId = c.req.header('last-event-id');
     if (lastId) headers['last-event-id'] = lastId;

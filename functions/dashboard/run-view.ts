@@ -112,3 +112,8 @@ export function runErrorText(run: Json, events: Json[]): string | null {
   if (d.length) return d.map((x) => x.summary).join('; ');
   return String(run.error);
 }
+
+/** 23456 as "23,456": the same on the server and in the page script, whatever the locale. */
+export function formatCount(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}

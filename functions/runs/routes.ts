@@ -38,12 +38,14 @@ function lastEventId(c: Context<AppEnv>): number | undefined {
 
 /**
  * One page of a run's log. One event more than the page is read, so `more` says whether another
- * page is stored without a count; `next` is the `after` that reads it (or polls a live run).
+ * page is stored; `next` is the `after` that reads it (or polls a live run). `last` is the seq of
+ * the run's last event so far (0: none), so a reader can go straight to a long log's end, where a
+ * failed run's error is: `after=last-N` reads its last N events.
  */
 async function eventsPage(jobs: Jobs, runId: string, after: number, limit: number) {
-  const rows = await jobs.events(runId, after, limit + 1);
+  const [rows, last] = await Promise.all([jobs.events(runId, after, limit + 1), jobs.lastEventSeq(runId)]);
   const events = rows.slice(0, limit);
-  return { events, more: rows.length > limit, next: events.at(-1)?.seq ?? after };
+  return { events, more: rows.length > limit, next: events.at(-1)?.seq ?? after, last };
 }
 
 export const publicRun = (r: Run) => ({

@@ -284,6 +284,15 @@ export function createJobs(deps: { db: Db; clock: Clock; bus: RunBus }) {
         .limit(limit));
     },
 
+    async lastEventSeq(runId: string): Promise<number> {
+      const row = await db
+        .select({ last: sql<number | null>`max(${runEvents.seq})` })
+        .from(runEvents)
+        .where(eq(runEvents.runId, runId))
+        .get();
+      return Number(row?.last ?? 0);
+    },
+
     async list(filter: { tenantId?: string; clusterId?: string; limit?: number }): Promise<Run[]> {
       const where = and(
         filter.tenantId ? eq(runs.tenantId, filter.tenantId) : undefined,

@@ -1,7 +1,9 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import { ActionButton, Badge, Layout, Time } from '../layout.tsx';
-import { diagnostics, formatDuration, nodeProgress, planDiff, runDuration, runErrorText, startedBy, TERMINAL, type DiffGroup } from '../run-view.ts';
+import { EVENTS_PAGE_MAX } from '../../runs/routes.ts';
+import type { RunLog } from '../run-log.ts';
+import { diagnostics, formatCount, formatDuration, nodeProgress, planDiff, runDuration, runErrorText, startedBy, TERMINAL, type DiffGroup } from '../run-view.ts';
 import { href, type View } from '../view.ts';
 import { RunFilters, RunsTable, type RunFilter } from './runs-table.tsx';
 
@@ -174,10 +176,49 @@ export const RunOutcome: FC<{ v: View; run: Json; events: Json[]; now: number }>
   );
 };
 
-export const RunPage: FC<{ v: View; run: Json; events: Json[]; clusterName?: string; now: number; error?: string | undefined }> = ({ v, run, events, clusterName, now, error }) => {
+const LogLine: FC<{ e: Json; id?: string | undefined }> = ({ e, id }) => (
+  <li class={String(e.level)} data-seq={String(e.seq)} id={id}>
+    <span class="at">{new Date(e.at).toISOString().slice(11, 19)}</span>
+    <span class="level">{String(e.level)}</span>
+    <span class="msg">{String(e.message)}</span>
+  </li>
+);
+
+const eventCount = (n: number) => `${formatCount(n)} ${n === 1 ? 'event' : 'events'}`;
+
+/** The count line's words; the page script says the same as it loads more. */
+export function logCountText(shown: number, total: number): string {
+  if (shown < total) return `Showing ${formatCount(shown)} of ${eventCount(total)}.`;
+  return total === 1 ? 'Showing the one event.' : `Showing all ${eventCount(total)}.`;
+}
+
+/**
+ * Where a finished run's first and last pages do not meet. The buttons work only with the page
+ * script, which shows them; without it the count still says what is missing.
+ */
+const LogGap: FC<{ after: number; before: number }> = ({ after, before }) => {
+  const missing = before - after - 1;
+  const next = formatCount(Math.min(missing, EVENTS_PAGE_MAX));
+  return (
+    <li class="log-gap" id="log-gap" data-after={String(after)} data-before={String(before)} data-page={String(EVENTS_PAGE_MAX)}>
+      <span id="log-gap-text">{eventCount(missing)} not shown.</span>
+      <button type="button" class="secondary" id="log-more" aria-describedby="log-gap-text" hidden>
+        Show {next} more
+      </button>
+      <button type="button" class="secondary" id="log-earlier" aria-describedby="log-gap-text" hidden>
+        Show {next} earlier
+      </button>
+    </li>
+  );
+};
+
+export const RunPage: FC<{ v: View; run: Json; log: RunLog; clusterName?: string; now: number; error?: string | undefined }> = ({ v, run, log, clusterName, now, error }) => {
   const rid = encodeURIComponent(run.id);
   const done = TERMINAL.has(run.state);
-  const last = events.length ? Number(events.at(-1).seq) : 0;
+  const all = [...log.head, ...log.tail];
+  const last = all.length ? Number(all.at(-1).seq) : 0;
+  const headLast = log.head.length ? Number(log.head.at(-1).seq) : 0;
+  const gap = log.tail.length > 0 && Number(log.tail[0].seq) > headLast + 1;
   const title = `${String(run.kind)}${run.kind === 'provision' && run.params?.mode ? ` (${String(run.params.mode)}${run.params.destroy ? ', destroy' : ''})` : ''}${clusterName ? ` · ${clusterName}` : ''}`;
   return (
     <Layout v={v} title={title} section="runs" error={error}>
@@ -193,18 +234,40 @@ export const RunPage: FC<{ v: View; run: Json; events: Json[]; clusterName?: str
           <Time ms={run.createdAt} />
         </dd>
       </dl>
-      <RunOutcome v={v} run={run} events={events} now={now} />
+      <RunOutcome v={v} run={run} events={all} now={now} />
       <h2 id="log-h">Log</h2>
       <p id="run-live" class="hint" aria-live="polite">
         {done ? `Run ${run.state}.` : 'Loading the live log…'}
       </p>
-      <ol class="log" id="run-log" aria-labelledby="log-h" data-stream={href(v, `/runs/${rid}/events`)} data-after={String(last)} data-done={done ? '1' : '0'}>
-        {events.map((e) => (
-          <li class={String(e.level)} data-seq={String(e.seq)}>
-            <span class="at">{new Date(e.at).toISOString().slice(11, 19)}</span>
-            <span class="level">{String(e.level)}</span>
-            <span class="msg">{String(e.message)}</span>
-          </li>
+      {log.total !== null && (
+        <p class="log-count">
+          <span id="log-count" aria-live="polite">
+            {logCountText(all.length, log.total)}
+          </span>
+          {log.tail.length > 0 && (
+            <>
+              {' '}
+              <a href="#log-end">Go to the last event</a>
+            </>
+          )}
+        </p>
+      )}
+      <ol
+        class="log"
+        id="run-log"
+        aria-labelledby="log-h"
+        data-stream={href(v, `/runs/${rid}/events`)}
+        data-after={String(last)}
+        data-done={done ? '1' : '0'}
+        data-total={log.total === null ? undefined : String(log.total)}
+        data-scroll={done && run.state !== 'succeeded' ? 'end' : undefined}
+      >
+        {log.head.map((e) => (
+          <LogLine e={e} />
+        ))}
+        {gap && <LogGap after={headLast} before={Number(log.tail[0].seq)} />}
+        {log.tail.map((e, i) => (
+          <LogLine e={e} id={i === log.tail.length - 1 ? 'log-end' : undefined} />
         ))}
       </ol>
       <script src={href(v, '/assets/run-log.js')} defer></script>
