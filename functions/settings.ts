@@ -42,6 +42,10 @@ export interface Settings {
   etcdSnapshotCron?: string;
   /** etcd snapshots kept per cluster (default 7). */
   etcdSnapshotKeep?: number;
+  /** Cron pattern of scheduled backups of the embedded database (REZUS_BACKUP_CRON); absent: none scheduled. */
+  backupCron?: string;
+  /** Backup files kept in <dataDir>/backups (REZUS_BACKUP_KEEP, default 7); older ones are deleted after each backup. */
+  backupKeep?: number;
   /** STUN servers the mesh hub asks for its public address (REZUS_MESH_STUN_SERVERS); absent: STUN off. */
   meshStunServers?: { host: string; port: number }[];
   /** Cron pattern of the STUN check (default every minute). */

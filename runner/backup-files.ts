@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, stat, statfs, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { BACKUP_NAME, type BackupFile, type BackupFiles } from '../functions/backup/files.ts';
 
@@ -24,6 +24,31 @@ export function nodeBackupFiles(dir: string): BackupFiles {
       const file = await describe(name);
       if (!file) return null;
       return { file, body: Readable.toWeb(createReadStream(join(dir, name))) as ReadableStream<Uint8Array> };
+    },
+    async remove(name) {
+      if (!BACKUP_NAME.test(name) || !(await describe(name))) return false;
+      try {
+        await unlink(join(dir, name));
+        return true;
+      } catch (err) {
+        // Gone between the look and the unlink (another delete, a prune): as absent as never there.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+    },
+    async freeBytes() {
+      // Before the first backup the directory does not exist yet; the file system it will be on is
+      // that of its nearest existing ancestor (a statfs of the missing path would fail, not say 0).
+      for (let at = dir; ; at = dirname(at)) {
+        try {
+          const fs = await statfs(at);
+          // bavail, not bfree: the blocks reserved for root are the system's last room to recover
+          // in (Home Assistant's, on the add-on's disk), not room for a backup, even when running as root.
+          return fs.bavail * fs.bsize;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(at) === at) throw err;
+        }
+      }
     },
   };
 }

@@ -16,6 +16,9 @@ export interface RunnerConfig {
   /** Cron pattern of scheduled etcd snapshots; empty: none. */
   etcdSnapshotCron: string;
   etcdSnapshotKeep: number;
+  /** Cron pattern of scheduled backups; empty: none. */
+  backupCron: string;
+  backupKeep: number;
   shutdownGraceS: number;
   logLevel: LogLevel;
   leaseMs: number;
@@ -124,6 +127,10 @@ export function loadConfig(env: Env): RunnerConfig {
     collectCron: str(env, 'REZUS_COLLECT_CRON', '* * * * *'),
     etcdSnapshotCron: str(env, 'REZUS_ETCD_SNAPSHOT_CRON', '17 3 * * *'),
     etcdSnapshotKeep: int(env, 'REZUS_ETCD_SNAPSHOT_KEEP', 1, 1000, 7),
+    // Off unless asked for: each backup is the whole database (every etcd snapshot included), on
+    // the disk the add-on shares with Home Assistant, whose own backups already copy /data.
+    backupCron: str(env, 'REZUS_BACKUP_CRON', ''),
+    backupKeep: int(env, 'REZUS_BACKUP_KEEP', 1, 1000, 7),
     shutdownGraceS: int(env, 'REZUS_SHUTDOWN_GRACE_S', 0, 3600, 30),
     logLevel: oneOf(env, 'REZUS_LOG_LEVEL', ['debug', 'info', 'warn', 'error'], 'info'),
     leaseMs: int(env, 'REZUS_LEASE_S', 2, 3600, 30) * 1000,

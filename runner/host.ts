@@ -79,6 +79,8 @@ export async function startHost(
       collectCron: config.collectCron,
       ...(config.etcdSnapshotCron ? { etcdSnapshotCron: config.etcdSnapshotCron } : {}),
       etcdSnapshotKeep: config.etcdSnapshotKeep,
+      ...(config.backupCron ? { backupCron: config.backupCron } : {}),
+      backupKeep: config.backupKeep,
       collectConcurrency: config.collectConcurrency,
       collectDeadlineMs: config.collectDeadlineMs,
       retentionRawS: config.retentionRawS,

@@ -13,7 +13,20 @@ export interface BackupFiles {
   list(): Promise<BackupFile[]>;
   /** null when there is no such backup. */
   open(name: string): Promise<{ file: BackupFile; body: ReadableStream<Uint8Array> } | null>;
+  /** false when there is no such backup. */
+  remove(name: string): Promise<boolean>;
+  /**
+   * Bytes a backup may still take on the file system the backups are written to. Here, not in the
+   * backup run, so that a host (or a test) decides how it is measured.
+   */
+  freeBytes(): Promise<number>;
 }
 
 /** The names backup runs write: nothing with a path separator or a leading dot gets through. */
 export const BACKUP_NAME = /^rezus-[A-Za-z0-9_-]+\.db$/;
+
+/**
+ * Backup files kept when the host sets no count (REZUS_BACKUP_KEEP). Here, not beside the job's
+ * spec: the runner's start imports the backup executor's module, and the spec brings zod along.
+ */
+export const DEFAULT_BACKUP_KEEP = 7;

@@ -1,10 +1,11 @@
 import { Hono } from 'hono';
 import { requireAdmin } from '../auth.ts';
+import { recordAudit } from '../audit/record.ts';
 import { ApiError, notFound } from '../../lib/http/errors.ts';
 import { BACKUP_NAME } from './files.ts';
 import type { AppEnv } from '../context.ts';
 import { publicRun } from '../runs/routes.ts';
-import { backupJob } from './job.ts';
+import { enqueueBackup } from './job.ts';
 
 export function backupRoutes() {
   const app = new Hono<AppEnv>();
@@ -12,7 +13,8 @@ export function backupRoutes() {
     if (!c.var.deps.database.local) {
       throw new ApiError(409, 'not_supported', 'backups are taken of the embedded database; back up a remote libsql database with its own tools');
     }
-    const run = await backupJob.enqueue(c.var.deps.jobs, {}, { exclusive: false, createdBy: c.var.principal.tokenId });
+    // A backup already queued or running answers 409 run_active (the app's error handler).
+    const run = await enqueueBackup(c.var.deps, c.var.principal.tokenId);
     return c.json({ run: publicRun(run) }, 202);
   });
 
@@ -36,6 +38,13 @@ export function backupRoutes() {
         'cache-control': 'no-store',
       },
     });
+  });
+  app.delete('/:name', requireAdmin, async (c) => {
+    const name = c.req.param('name');
+    if (!BACKUP_NAME.test(name)) throw notFound('backup');
+    if (!(await files(c).remove(name))) throw notFound('backup');
+    await recordAudit(c, { action: 'backup.delete', target: name });
+    return c.body(null, 204);
   });
   return app;
 }

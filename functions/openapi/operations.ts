@@ -96,13 +96,14 @@ export function operations(): Operation[] {
     op({ method: 'post', path: '/v1/clusters/:id/upgrade-kubernetes', tag: 'upgrade', summary: 'Queue a Kubernetes version upgrade (static pods, kube-proxy, kubelets, then the bootstrap manifests)', auth: 'bearer', scope: 'write', body: upgradeKubernetesBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/clusters/:id/sync-manifests', tag: 'upgrade', summary: "Apply the control planes' bootstrap manifests with server-side apply, prune what they no longer name, wait until what changed is ready (dryRun: report only)", auth: 'bearer', scope: 'write', body: syncManifestsBody, answer: 'run' }),
     op({ method: 'post', path: '/v1/collect', tag: 'health', summary: 'Queue a health collect pass', auth: 'bearer', scope: 'write', body: collectBody, answer: 'run' }),
-    op({ method: 'post', path: '/v1/backups', tag: 'ops', summary: 'Queue a backup of the embedded database', auth: 'bearer', scope: 'admin', answer: 'run' }),
+    op({ method: 'post', path: '/v1/backups', tag: 'ops', summary: 'Queue a backup of the embedded database (409 while one is queued or running)', auth: 'bearer', scope: 'admin', answer: 'run' }),
     op({ method: 'get', path: '/v1/backups', tag: 'ops', summary: 'List the backup files, newest first', auth: 'bearer', scope: 'admin', answer: 'json' }),
     op({ method: 'get', path: '/v1/backups/:name', tag: 'ops', summary: 'Download a backup file', auth: 'bearer', scope: 'admin', answer: 'file' }),
+    op({ method: 'delete', path: '/v1/backups/:name', tag: 'ops', summary: 'Delete a backup file', auth: 'bearer', scope: 'admin', answer: 'empty', status: 204 }),
 
     op({ method: 'get', path: '/v1/runs', tag: 'runs', summary: 'List runs, newest first', auth: 'bearer', scope: 'read', query: listQuery, answer: 'json' }),
     op({ method: 'get', path: '/v1/runs/:id', tag: 'runs', summary: 'Show a run', auth: 'bearer', scope: 'read', answer: 'json' }),
-    op({ method: 'get', path: '/v1/runs/:id/events', tag: 'runs', summary: "A run's events: JSON, or Server-Sent Events with Accept: text/event-stream (Last-Event-ID resumes)", auth: 'bearer', scope: 'read', query: eventsQuery, answer: 'events' }),
+    op({ method: 'get', path: '/v1/runs/:id/events', tag: 'runs', summary: "A run's events: JSON pages (more, next, and last: the seq of its last event so far), or Server-Sent Events with Accept: text/event-stream (Last-Event-ID resumes)", auth: 'bearer', scope: 'read', query: eventsQuery, answer: 'events' }),
     op({ method: 'post', path: '/v1/runs/:id/cancel', tag: 'runs', summary: 'Cancel a queued or running run', auth: 'bearer', scope: 'write', answer: 'json', status: 202 }),
     op({ method: 'get', path: '/v1/audit', tag: 'ops', summary: 'The audit log', auth: 'bearer', scope: 'read', query: auditQuery, answer: 'json' }),
 

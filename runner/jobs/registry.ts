@@ -236,6 +236,10 @@ export function cronJobs(deps: Deps): CronJob[] {
     ...(deps.settings.etcdSnapshotCron
       ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: async () => (await import('./etcd/snapshot.ts')).scheduledEtcdSnapshots(deps) }]
       : []),
+    // Enqueues a backup unless one is active, like the collect pass.
+    ...(deps.settings.backupCron
+      ? [{ name: 'backup', pattern: deps.settings.backupCron, run: async () => (await import('../../functions/backup/job.ts')).scheduledBackup(deps) }]
+      : []),
     ...meshStunCron(deps),
   ];
 }

@@ -1,32 +1,51 @@
 import { chmod, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Deps } from '../../../functions/context.ts';
 import type { JobParams } from '../../../lib/jobs/spec.ts';
 import type { backupJob } from '../../../functions/backup/job.ts';
-import { RunError, type JobExecutor } from '../../../lib/jobs/executor.ts';
+import { DEFAULT_BACKUP_KEEP, type BackupFiles } from '../../../functions/backup/files.ts';
+import { RunError, type JobExecutor, type RunContext } from '../../../lib/jobs/executor.ts';
 import { localPath } from '../../../db/client.ts';
+import { formatBytes } from '../../../lib/bytes.ts';
+import { errorMessage } from '../../../lib/errors.ts';
+import { nodeBackupFiles } from '../../backup-files.ts';
 import type { CopyReply, CopyRequest } from './copy-worker.ts';
 
 // The copy's thread: the source file under tsx and vitest, its own entry of the build in dist/
 // (scripts/build.mjs; the build rewrites import.meta.url to this module's place under dist/).
 const COPY_WORKER = new URL(import.meta.url.endsWith('.ts') ? './copy-worker.ts' : './copy-worker.js', import.meta.url);
 
+// Room left free beyond the copy itself: the runner keeps writing while the copy runs (its WAL
+// grows until the next checkpoint, and a large database's copy takes minutes on an SD card),
+// SQLite keeps a journal beside the copy, and the disk is not ours alone: on Home Assistant it is
+// the one Home Assistant runs from, whose database, logs and updates must not find it full
+// because of a backup. A tenth of the database follows the writes, which grow with the copy's
+// time and so with the database; the floor keeps a small database's backup off the disk's last room.
+const SPACE_MARGIN_SHARE = 0.1;
+const SPACE_MARGIN_MIN_BYTES = 128 * 1024 * 1024;
+
 /**
  * A consistent copy of the live database via VACUUM INTO, written beside it and renamed into place.
  * The copy runs in a worker thread (./copy-worker.ts): the event loop, so HTTP and every run's
- * heartbeat, keeps turning however long it takes.
+ * heartbeat, keeps turning however long it takes. It starts only with room for it on the disk,
+ * and once it is written the oldest backups beyond the count to keep are deleted.
  */
-export const backupExecutor: JobExecutor<Deps, JobParams<typeof backupJob>> = async ({ deps, emit, signal, run }) => {
+export const backupExecutor: JobExecutor<Deps, JobParams<typeof backupJob>> = async ({ deps, emit, signal, run }, params) => {
   if (!deps.database.local) throw new RunError('backups need the embedded database');
   // Another connection (the copy's thread) can only reach a database in a file.
-  if (!localPath(deps.database.url)) throw new RunError('backups need the embedded database in a file');
+  const source = localPath(deps.database.url);
+  if (!source) throw new RunError('backups need the embedded database in a file');
   const dir = join(deps.settings.dataDir, 'backups');
+  // The host's backup files (runner/host.ts keeps them in this same directory): the free space
+  // is measured, and old backups are pruned, the way the API lists and deletes them.
+  const files = deps.backups ?? nodeBackupFiles(dir);
+  const space = await checkFreeSpace(source, dir, files);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const stamp = new Date(deps.clock.now()).toISOString().replace(/[:.]/g, '-');
   const file = join(dir, `rezus-${stamp}-${run.id}.db`);
   const partial = `${file}.partial`;
-  await emit({ type: 'backup.start', message: 'copying the database', data: { file } });
+  await emit({ type: 'backup.start', message: 'copying the database', data: { file, ...space } });
   signal.throwIfAborted();
   // Removes its own leftovers when it fails or the run ends first.
   await copyInWorker({ url: deps.database.url, target: partial }, signal);
@@ -44,8 +63,69 @@ export const backupExecutor: JobExecutor<Deps, JobParams<typeof backupJob>> = as
   }
   const { size } = await stat(file);
   await emit({ type: 'backup.done', message: `backup written (${size} bytes)`, data: { file, bytes: size } });
-  return { file, bytes: size };
+  const keep = params.keep ?? deps.settings.backupKeep ?? DEFAULT_BACKUP_KEEP;
+  const pruned = await pruneBackups(files, basename(file), keep, emit);
+  return { file, bytes: size, keep, pruned };
 };
+
+/**
+ * Fails the run before anything is written when the backups' file system has no room for the
+ * copy and the margin. VACUUM INTO writes only the live pages, and every one of them is in the
+ * database file or, not yet checkpointed, in its WAL: the two files' sizes bound the copy.
+ */
+async function checkFreeSpace(source: string, dir: string, files: BackupFiles): Promise<{ estimate: number; needed: number; free: number }> {
+  const estimate = (await sizeOf(source)) + (await sizeOf(`${source}-wal`));
+  const margin = Math.max(Math.ceil(estimate * SPACE_MARGIN_SHARE), SPACE_MARGIN_MIN_BYTES);
+  const needed = estimate + margin;
+  const free = await files.freeBytes();
+  if (free < needed) {
+    throw new RunError(
+      `not enough free space for a backup: it needs ${formatBytes(needed)} (the database and its WAL, ${formatBytes(estimate)}, ` +
+        `and ${formatBytes(margin)} to spare) and the file system of ${dir} has ${formatBytes(free)} free; nothing was written. ` +
+        'Delete old backups (DELETE /v1/backups/:name) or make room on that disk',
+    );
+  }
+  return { estimate, needed, free };
+}
+
+async function sizeOf(path: string): Promise<number> {
+  try {
+    return (await stat(path)).size;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+}
+
+/**
+ * Deletes the oldest backups beyond `keep`, never the one just written (it counts as one of those
+ * kept wherever its time sorts it: a clock set back must not make it the oldest). Only names the
+ * backups are written under are listed, so a copy still under its `.partial` name is never seen.
+ * The backup is written already: a failure here is a warning of the run, not its failure.
+ */
+async function pruneBackups(files: BackupFiles, written: string, keep: number, emit: RunContext<Deps>['emit']): Promise<string[]> {
+  const removed: string[] = [];
+  const failed: string[] = [];
+  try {
+    const older = (await files.list()).filter((f) => f.name !== written).slice(Math.max(keep - 1, 0));
+    for (const f of older) {
+      try {
+        if (await files.remove(f.name)) removed.push(f.name);
+      } catch (err) {
+        failed.push(`${f.name}: ${errorMessage(err)}`);
+      }
+    }
+  } catch (err) {
+    failed.push(errorMessage(err));
+  }
+  if (removed.length) {
+    await emit({ type: 'backup.pruned', message: `deleted ${removed.length} old backup${removed.length === 1 ? '' : 's'} (keeping ${keep}): ${removed.join(', ')}`, data: { keep, removed } });
+  }
+  if (failed.length) {
+    await emit({ level: 'warn', type: 'backup.prune.failed', message: `old backups not deleted (keeping ${keep}): ${failed.join('; ')}`, data: { keep, failed } });
+  }
+  return removed;
+}
 
 /**
  * Runs the copy in a worker thread; settles once the copy is on disk (fsynced, still under its
