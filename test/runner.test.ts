@@ -75,6 +75,28 @@ describe('config', () => {
 });
 
 describe('cron', () => {
+  it('a pattern it cannot read stops that job alone, named with its setting', async () => {
+    const lines: string[] = [];
+    let runs = 0;
+    const cron = startCron(
+      [
+        { name: 'backup', pattern: '61 * * * *', setting: 'REZUS_BACKUP_CRON', run: async () => {} },
+        { name: 'collect', pattern: '* * * * * *', setting: 'REZUS_COLLECT_CRON', run: async () => void runs++ },
+      ],
+      createLogger('warn', (l) => lines.push(l)),
+    );
+    try {
+      for (let i = 0; i < 30 && runs === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(runs).toBeGreaterThan(0);
+      const refused = lines.map((l) => JSON.parse(l)).filter((l) => l.msg?.startsWith('schedule not started'));
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toMatchObject({ job: 'backup', setting: 'REZUS_BACKUP_CRON' });
+      expect(refused[0].error).toMatch(/minute/);
+    } finally {
+      cron.stop();
+    }
+  });
+
   it('skips a tick while the previous run is still going', async () => {
     const lines: string[] = [];
     let running = 0;

@@ -232,13 +232,13 @@ export function cronJobs(deps: Deps): CronJob[] {
     { name: 'state-credentials-prune', pattern: '17 * * * *', run: () => pruneStateCredentials(deps) },
     { name: 'state-locks-of-dead-runs', pattern: '* * * * *', run: () => releaseLocksOfDeadRuns(deps) },
     // Enqueues a pass unless one is active; the worker runs it, so every runner's cron may fire.
-    { name: 'collect', pattern: deps.settings.collectCron, run: async () => (await import('../../functions/collect/job.ts')).scheduledCollect(deps) },
+    { name: 'collect', pattern: deps.settings.collectCron, setting: 'REZUS_COLLECT_CRON', run: async () => (await import('../../functions/collect/job.ts')).scheduledCollect(deps) },
     ...(deps.settings.etcdSnapshotCron
-      ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, run: async () => (await import('./etcd/snapshot.ts')).scheduledEtcdSnapshots(deps) }]
+      ? [{ name: 'etcd-snapshot', pattern: deps.settings.etcdSnapshotCron, setting: 'REZUS_ETCD_SNAPSHOT_CRON', run: async () => (await import('./etcd/snapshot.ts')).scheduledEtcdSnapshots(deps) }]
       : []),
     // Enqueues a backup unless one is active, like the collect pass.
     ...(deps.settings.backupCron
-      ? [{ name: 'backup', pattern: deps.settings.backupCron, run: async () => (await import('../../functions/backup/job.ts')).scheduledBackup(deps) }]
+      ? [{ name: 'backup', pattern: deps.settings.backupCron, setting: 'REZUS_BACKUP_CRON', run: async () => (await import('../../functions/backup/job.ts')).scheduledBackup(deps) }]
       : []),
     ...meshStunCron(deps),
   ];

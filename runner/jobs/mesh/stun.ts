@@ -75,5 +75,5 @@ export async function checkStun(deps: Deps, servers: StunServer[], opts: { bindA
 export function meshStunCron(deps: Deps): CronJob[] {
   const servers = deps.settings.meshStunServers;
   if (!servers || servers.length === 0) return [];
-  return [{ name: 'mesh-stun', pattern: deps.settings.meshStunCron ?? DEFAULT_STUN_CRON, run: () => checkStun(deps, servers) }];
+  return [{ name: 'mesh-stun', pattern: deps.settings.meshStunCron ?? DEFAULT_STUN_CRON, setting: 'REZUS_MESH_STUN_CRON', run: () => checkStun(deps, servers) }];
 }
