@@ -59,6 +59,8 @@ export const addonOptionsSchema = z.object({
   database_auth_token: optionalText(z.string()),
   // Checked in full (two host:port entries) by the runner's REZUS_MESH_STUN_SERVERS.
   mesh_stun_servers: optionalText(z.string().regex(/^[^\s,]+:\d{1,5},[^\s,]+:\d{1,5}$/, 'must be two STUN servers, host:port,host:port')),
+  backup_cron: optionalText(z.string().trim().refine(validCron, 'must be a cron pattern like "0 4 * * *" (optional seconds field)')),
+  backup_keep: z.preprocess(blankToUndefined, z.number().int().min(1).max(1000).optional()),
 });
 
 export type AddonOptions = z.output<typeof addonOptionsSchema>;
@@ -92,5 +94,7 @@ export function addonOptionsToEnv(options: unknown): Record<string, string> {
   if (o.database_url) env.REZUS_DB_URL = o.database_url;
   if (o.database_auth_token) env.REZUS_DB_AUTH_TOKEN = o.database_auth_token;
   if (o.mesh_stun_servers) env.REZUS_MESH_STUN_SERVERS = o.mesh_stun_servers;
+  if (o.backup_cron) env.REZUS_BACKUP_CRON = o.backup_cron;
+  if (o.backup_keep !== undefined) env.REZUS_BACKUP_KEEP = String(o.backup_keep);
   return env;
 }

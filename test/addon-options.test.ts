@@ -35,8 +35,12 @@ describe('add-on options to runner environment', () => {
       master_key: key,
       database_url: 'libsql://rezus-home.example.turso.io',
       database_auth_token: 'db-token',
+      backup_cron: '0 4 * * *',
+      backup_keep: 3,
     });
     expect(env).toMatchObject({
+      REZUS_BACKUP_CRON: '0 4 * * *',
+      REZUS_BACKUP_KEEP: '3',
       REZUS_LOG_LEVEL: 'warn',
       REZUS_COLLECT_CRON: '*/30 * * * * *',
       REZUS_RETENTION_RAW: '7d',
@@ -48,14 +52,16 @@ describe('add-on options to runner environment', () => {
       REZUS_DB_URL: 'libsql://rezus-home.example.turso.io',
       REZUS_DB_AUTH_TOKEN: 'db-token',
     });
-    expect(loadConfig(env)).toMatchObject({ logLevel: 'warn', retentionRawS: 7 * 86400, shutdownGraceS: 45, dbUrl: 'libsql://rezus-home.example.turso.io' });
+    expect(loadConfig(env)).toMatchObject({ logLevel: 'warn', retentionRawS: 7 * 86400, shutdownGraceS: 45, dbUrl: 'libsql://rezus-home.example.turso.io', backupCron: '0 4 * * *', backupKeep: 3 });
     for (const [ha, ours] of [['trace', 'debug'], ['debug', 'debug'], ['notice', 'info'], ['error', 'error'], ['fatal', 'error']]) {
       expect(addonOptionsToEnv({ log_level: ha }).REZUS_LOG_LEVEL).toBe(ours);
     }
   });
 
   it('blank optional options are unset, and the fixed settings cannot be overridden', () => {
-    const env = addonOptionsToEnv({ admin_token: '', master_key: null, database_url: '', REZUS_PORT: '1', data_dir: '/tmp' });
+    const env = addonOptionsToEnv({ admin_token: '', master_key: null, database_url: '', backup_cron: '', backup_keep: null, REZUS_PORT: '1', data_dir: '/tmp' });
+    expect(env).not.toHaveProperty('REZUS_BACKUP_CRON');
+    expect(env).not.toHaveProperty('REZUS_BACKUP_KEEP');
     expect(env).not.toHaveProperty('REZUS_ADMIN_TOKEN');
     expect(env).not.toHaveProperty('REZUS_MASTER_KEY');
     expect(env).not.toHaveProperty('REZUS_DB_URL');
@@ -65,6 +71,8 @@ describe('add-on options to runner environment', () => {
   it.each([
     [{ log_level: 'loud' }, /^add-on option log_level: /],
     [{ collect_cron: 'every minute' }, /^add-on option collect_cron: must be a cron pattern/],
+    [{ backup_cron: '61 * * * *' }, /^add-on option backup_cron: must be a cron pattern/],
+    [{ backup_keep: 0 }, /^add-on option backup_keep: /],
     [{ retention_raw: '24 hours' }, /^add-on option retention_raw: must be a duration/],
     [{ retention_raw: '0h' }, /^add-on option retention_raw: must be a duration/],
     [{ worker_concurrency: 0 }, /^add-on option worker_concurrency: /],
