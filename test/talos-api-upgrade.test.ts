@@ -50,6 +50,27 @@ describe('upgrades', () => {
     expect(sim.upgrades).toEqual([{ api: 'lifecycle', image: IMAGE, stage: false }]);
   });
 
+  it("the installer's pre-flight refuses a host outside the target's range: in the stream on v1.13, after the ack (and no reboot) on the legacy API", async () => {
+    const { sim, client } = await node('v1.15.0');
+    await client.imagePull({ image: IMAGE });
+    const messages: string[] = [];
+    const err = await expectRejection(client.lifecycleUpgrade({ image: IMAGE }, (m) => messages.push(m)));
+    expect((err as TalosApiError).code).toBe('node-error');
+    expect((err as TalosApiError).message).toMatch(/exit code 1: pre-flight checks failed: host version 1\.15\.0 is too new to downgrade to Talos 1\.13\.9$/);
+    expect(messages.some((m) => m.endsWith(' running pre-flight checks'))).toBe(true);
+    expect(messages.at(-1)).toBe('pre-flight checks failed: host version 1.15.0 is too new to downgrade to Talos 1.13.9');
+
+    // The legacy API answers before its installer runs: a host in range starts to reboot then, one out of range never does.
+    const inRange = await node('v1.12.5');
+    await inRange.client.legacyUpgrade({ image: IMAGE });
+    expect(inRange.sim.reboots).toEqual(['upgrade']);
+    const old = await node('v1.10.5');
+    await old.client.legacyUpgrade({ image: IMAGE });
+    expect(old.sim.upgrades).toEqual([{ api: 'legacy', image: IMAGE, stage: false }]);
+    expect(old.sim.reboots).toEqual([]);
+    expect(sim.version).toBe('v1.15.0');
+  });
+
   it('a failed install (image not pulled) surfaces its exit code as node-error', async () => {
     const { client } = await node('v1.13.9');
     const err = await expectRejection(client.lifecycleUpgrade({ image: IMAGE }));

@@ -2,6 +2,7 @@
 import { installerImage } from '../../lib/talos/installer.ts';
 import { compareVersions, parseVersion } from '../../lib/talos/versions.ts';
 import { kubernetesRangeOf, kubernetesUnsupportedReason } from '../../lib/talos/k8s-compat.ts';
+import { talosInstallProblem, type TalosInstallProblem } from '../../lib/talos/talos-compat.ts';
 import type { ClusterTalosSettings } from '../machine-config/settings.ts';
 import type { UpgradeParams } from './job.ts';
 
@@ -76,6 +77,40 @@ export function downgradeRefusal(talosVersion: string, cluster: { talosVersion: 
   const ahead = machines.filter((m) => m.talosVersion !== null && isMinorDowngrade(m.talosVersion, talosVersion));
   if (ahead.length === 0) return undefined;
   return `${talosVersion} is a minor-version downgrade for machines already upgraded: ${ahead.map((m) => `${m.name} runs ${m.talosVersion}`).join(', ')}`;
+}
+
+export interface InstallerRefusal {
+  message: string;
+  machines: Array<{ name: string; talosVersion: string; code: TalosInstallProblem['code'] }>;
+}
+
+/**
+ * The machines whose Talos the installer of `talosVersion` would refuse to install over (undefined:
+ * none). Each node's installer checks this itself, but only once the node is drained, and neither
+ * API nor `force` skips it (lib/talos/talos-compat.ts); a machine with no recorded version counts as
+ * running the cluster's.
+ */
+export function installerRefusal(talosVersion: string, cluster: { talosVersion: string }, machines: ReadonlyArray<{ name: string; talosVersion: string | null }>): InstallerRefusal | undefined {
+  const refused = [...machines]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .flatMap((m) => {
+      const from = m.talosVersion ?? cluster.talosVersion;
+      const problem = talosInstallProblem(from, talosVersion);
+      return problem ? [{ name: m.name, talosVersion: from, problem }] : [];
+    });
+  if (refused.length === 0) return undefined;
+  // One clause per version: a fleet of many machines on one old version reads as one sentence.
+  const byVersion = new Map<string, { names: string[]; message: string }>();
+  for (const r of refused) {
+    const group = byVersion.get(r.talosVersion) ?? { names: [], message: r.problem.message };
+    group.names.push(r.name);
+    byVersion.set(r.talosVersion, group);
+  }
+  const clauses = [...byVersion.values()].map((g) => `${g.names.join(', ')}: ${g.message}`);
+  return {
+    message: `${clauses.join('; ')}. The node's installer checks this before it installs, after the drain, and refuses; force does not skip that check`,
+    machines: refused.map((r) => ({ name: r.name, talosVersion: r.talosVersion, code: r.problem.code })),
+  };
 }
 
 export interface PlannedMachine {

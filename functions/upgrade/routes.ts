@@ -13,13 +13,14 @@ import { machinesWithoutAddress } from '../machine-config/access.ts';
 import { clusterTalosInput, readClusterSettings } from '../machine-config/settings.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { upgradeJob, type UpgradeParams } from './job.ts';
-import { defaultUpgradeImage, downgradeRefusal, kubernetesRefusal } from './plan.ts';
+import { defaultUpgradeImage, downgradeRefusal, installerRefusal, kubernetesRefusal } from './plan.ts';
 
 export const upgradeBody = z.strictObject({
   talosVersion: talosVersionSchema,
   image: clusterTalosInput.shape.installerImage,
   batchSize: z.number().int().min(1).optional(),
   stage: z.boolean().optional(),
+  /** Takes a minor downgrade, an unhealthy cluster or a two-member etcd; not a version the node's installer refuses. */
   force: z.boolean().optional(),
   preserve: z.boolean().optional(),
   drain: z.boolean().optional(),
@@ -38,7 +39,12 @@ export function drainTimeoutMs(v: number | string): number {
   return Math.max(1, Math.round(Number(m[1]) * UNIT_MS[m[2]!]!));
 }
 
-/** `POST /v1/clusters/:id/upgrade`: queues a rolling Talos upgrade (cluster-changing, one at a time). */
+/**
+ * `POST /v1/clusters/:id/upgrade`: queues a rolling Talos upgrade (cluster-changing, one at a time).
+ * Refused up front, `force` or not: a target the installer would refuse to install over some
+ * machine's Talos (409 unsupported_upgrade_path), and one that would not run the cluster's
+ * Kubernetes (409 kubernetes_unsupported); without `force`, a minor downgrade (409 downgrade_refused).
+ */
 export function upgradeRoutes() {
   const app = new Hono<AppEnv>();
   app.post('/:id/upgrade', requireScope('write'), async (c) => {
@@ -54,6 +60,9 @@ export function upgradeRoutes() {
       throw badRequest(`batchSize: must be between 1 and ${maxBatch} (the cluster's workers)`);
     }
     if (body.drainTimeout !== undefined && drainTimeoutMs(body.drainTimeout) > 86_400_000) throw badRequest('drainTimeout: at most 24h');
+    // Before the downgrade check: force would get past that one only to meet this.
+    const installer = installerRefusal(body.talosVersion, cluster, rows);
+    if (installer) throw new ApiError(409, 'unsupported_upgrade_path', installer.message, { talosVersion: body.talosVersion, machines: installer.machines });
     const downgrade = body.force ? undefined : downgradeRefusal(body.talosVersion, cluster, rows);
     if (downgrade) throw new ApiError(409, 'downgrade_refused', `${downgrade}; pass force to do it anyway`);
     // force takes a downgrade or an unhealthy cluster, not this: the nodes would not run their own configs.

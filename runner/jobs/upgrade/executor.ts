@@ -6,7 +6,7 @@ import type { Deps } from '../../../functions/context.ts';
 import { clusterAccess, type ClusterAccess } from '../cluster-access.ts';
 import { clusterProblems, readHealth, type GateMachine, type HealthRead } from './health.ts';
 import { passFinalCheck, readNodeState, settleSkipped, upgradeNode, type NodeContext, type NodeResult, type NodeState } from './node.ts';
-import { downgradeRefusal, isMinorDowngrade, kubernetesRefusal, sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
+import { downgradeRefusal, installerRefusal, isMinorDowngrade, kubernetesRefusal, sameVersion, upgradeBatches } from '../../../functions/upgrade/plan.ts';
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { upgradeTimings } from './timings.ts';
@@ -177,6 +177,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
           }
         }),
       );
+      refuseInstallerPath(batch.machines, states);
       refuseDowngrades(batch.machines, states);
       const todo: { m: GateMachine; state: NodeState }[] = [];
       const skipped: { m: GateMachine; state: NodeState }[] = [];
@@ -236,6 +237,16 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
   }
 
   /** The live check behind the route's: a machine's recorded version may be stale or missing. */
+  /**
+   * What the nodes run, not what the inventory says (the route checked that): a node moved by hand
+   * would otherwise be drained, only for its installer to refuse the target, and on the legacy API
+   * be left drained with its services stopped and no reboot.
+   */
+  function refuseInstallerPath(ms: GateMachine[], states: NodeState[]): void {
+    const refused = installerRefusal(params.talosVersion, clusterRow, ms.map((m, i) => ({ name: m.name, talosVersion: states[i]!.tag })));
+    if (refused) throw new RunError(`refusing to upgrade: ${refused.message}`, { nodes: refused.machines.map((m) => m.name) });
+  }
+
   function refuseDowngrades(ms: GateMachine[], states: NodeState[]): void {
     if (params.force) return;
     const behind = ms.flatMap((m, i) => (isMinorDowngrade(states[i]!.tag, params.talosVersion) ? [`${m.name} runs ${states[i]!.tag}`] : []));

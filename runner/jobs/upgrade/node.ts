@@ -113,9 +113,9 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
               : undefined;
           // Its failure is taken once the install is done; until then it must not count as unhandled.
           draining?.catch(() => {});
+          // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
+          let progress = Promise.resolve();
           try {
-            // Progress arrives synchronously from the stream; chain the writes so the log keeps its order.
-            let progress = Promise.resolve();
             await client.lifecycleUpgrade(
               { image: pulled.name || image },
               (text) => void (progress = progress.then(() => event('upgrade.install', 'install', text, { api, progress: text }))),
@@ -123,6 +123,9 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
             );
             await progress;
           } catch (err) {
+            // A failed install's last lines (e.g. the installer's pre-flight refusal) say why: they
+            // belong in the log before the uncordon, and must not be lost when the run ends.
+            await progress.catch(() => {});
             // Not rebooting after all: the drain stops and the node takes pods again, unless the
             // drain itself failed, which leaves it cordoned on purpose (its reason is in the run).
             stopDrain.abort();

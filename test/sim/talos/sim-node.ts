@@ -10,6 +10,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { loadTalosServices } from '../../../lib/talos/api/proto-loader.ts';
+import { talosInstallProblem } from '../../../lib/talos/talos-compat.ts';
 import { ApidIdentity, sharedMaintenanceCert, uniqueMaintenanceCert, type MaintenanceCert } from './sim-certs.ts';
 import { parseSimConfig, SimConfigError, type SimMachineConfig } from './sim-config.ts';
 import { cosiReadRefusal, toProtoResource } from './cosi.ts';
@@ -129,6 +130,32 @@ export function versionFromImage(image: string): string | undefined {
   const noDigest = image.split('@')[0] ?? '';
   const tag = noDigest.slice(noDigest.lastIndexOf('/') + 1).split(':')[1];
   return tag && /^v\d+\.\d+\.\d+/.test(tag) ? tag : undefined;
+}
+
+/** A line as Go's `log.Printf` writes it with the default flags: local date and time first. */
+function goLogLine(text: string, at = new Date()): string {
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${at.getFullYear()}/${p(at.getMonth() + 1)}/${p(at.getDate())} ${p(at.getHours())}:${p(at.getMinutes())}:${p(at.getSeconds())} ${text}`;
+}
+
+/**
+ * What the installer `image` prints when its pre-flight check (upstream UpgradeableFrom) refuses a
+ * host on `hostVersion`, ending with its error; undefined when it would go on. The check prints
+ * versions as semver does, without the `v`. An image whose tag names no version is let through:
+ * the real installer knows its version, the sim cannot.
+ */
+function preflightRefusal(hostVersion: string, image: string): string[] | undefined {
+  const target = versionFromImage(image);
+  const problem = target ? talosInstallProblem(hostVersion, target) : undefined;
+  if (!target || !problem) return undefined;
+  const bare = (v: string): string => v.replace(/^v/, '');
+  const why =
+    problem.code === 'host_too_old'
+      ? `host version ${bare(hostVersion)} is too old to upgrade to Talos ${bare(target)}`
+      : `host version ${bare(hostVersion)} is too new to downgrade to Talos ${bare(target)}`;
+  const error = `pre-flight checks failed: ${why}`;
+  // cobra prints the error with its prefix, then the installer's main prints it once more and exits 1.
+  return [goLogLine(`running Talos installer ${target}`), goLogLine('running pre-flight checks'), goLogLine(`host Talos version: ${hostVersion}`), `Error: ${error}`, error];
 }
 
 function randomName(): string {
@@ -1003,6 +1030,12 @@ export class SimTalosNode {
     if (!image) throw new SimRpcError(grpc.status.INVALID_ARGUMENT, 'image is required');
     const stage = req['stage'] === true;
     this.upgrades.push({ api: 'legacy', image, stage });
+    // machined answers before its upgrade sequence runs the installer, so a pre-flight refusal never
+    // reaches the caller: the sequence stops there and the node stays up on its old version, not
+    // rebooting (upstream has by then drained it and stopped its pods, which the sim does not model).
+    // Staged, the installer fails early in the next boot; machined reboots once more with the staged
+    // tag already dropped, so the node comes back on its old version.
+    if (preflightRefusal(this.version, image)) return { ack: 'Upgrade request received', actor_id: randomUUID() };
     this.pendingVersion = versionFromImage(image) ?? this.version;
     if (!stage) this.reboot('upgrade');
     return { ack: 'Upgrade request received', actor_id: randomUUID() };
@@ -1048,6 +1081,13 @@ export class SimTalosNode {
     this.upgrades.push({ api: 'lifecycle', image, stage: false });
     if (!this.pulledImages.includes(image)) {
       call.write({ progress: { message: `error: image ${image} not found in the system containerd namespace` } });
+      call.write({ progress: { exit_code: 1 } });
+      return;
+    }
+    // LifecycleService runs the installer without --force; the pre-flight would run anyway.
+    const refusal = preflightRefusal(this.version, image);
+    if (refusal) {
+      for (const message of refusal) call.write({ progress: { message } });
       call.write({ progress: { exit_code: 1 } });
       return;
     }
