@@ -30,3 +30,21 @@ describe('Redactor look-up before the pattern', () => {
     expect(r.value({ a: ['x s3cr3t-token y'], b: { 's3cr3t-token': 1 } })).toEqual({ a: [`x ${REDACTED} y`], b: { [REDACTED]: 1 } });
   });
 });
+
+describe('secrets in the forms Go writes them', () => {
+  // A password with the characters Go's encoding/json escapes HTML-safe, and a quote.
+  const secret = 'pa<ss>&"word-42';
+  const r = new Redactor([secret]);
+
+  it('scrubs it HTML-safe escaped, once and inside a JSON string, where JavaScript would write it otherwise', () => {
+    const goOnce = 'pa\\u003css\\u003e\\u0026\\"word-42';
+    expect(r.text(`{"@message":"Error: bad password ${goOnce} given"}`)).toBe(`{"@message":"Error: bad password ${REDACTED} given"}`);
+    // tofu's diagnostic quoting a JSON value: the document is itself a string of the stream's line.
+    const inner = JSON.stringify({ password: secret }).replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const line = JSON.stringify({ detail: `value ${inner}` }).replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    expect(line).toContain('pa\\\\u003css');
+    expect(r.text(line)).not.toContain('word-42');
+    // Parsed once, the value still holds the document with Go's escapes: scrubbed there too.
+    expect(r.value(JSON.parse(line))).toEqual({ detail: `value {"password":"${REDACTED}"}` });
+  });
+});

@@ -13,11 +13,27 @@ function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** The inside of a JSON string as JavaScript writes it. */
+const jsJson = (s: string): string => JSON.stringify(s).slice(1, -1);
+
+/**
+ * The inside of a JSON string as Go's encoding/json writes it (tofu's `-json` stream, provider
+ * errors): like JavaScript (since Go 1.22 also for backspace and form feed), but HTML-safe, with
+ * `<`, `>` and `&` escaped, and U+2028 and U+2029 too. None of these occurs in an escape
+ * sequence, so they are replaced in JavaScript's output.
+ */
+const goJson = (s: string): string => jsJson(s).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 export function secretVariants(secret: string): string[] {
   const out = new Set<string>([secret]);
   out.add(Buffer.from(secret, 'utf8').toString('base64'));
-  const jsonEscaped = JSON.stringify(secret).slice(1, -1);
+  // Once and twice (a JSON document inside a JSON string, as a diagnostic quotes a value), by
+  // either writer.
+  const jsonEscaped = jsJson(secret);
   out.add(jsonEscaped);
+  out.add(goJson(secret));
+  out.add(jsJson(jsonEscaped));
+  out.add(goJson(goJson(secret)));
   if (secret.includes('\n')) {
     for (const line of secret.split('\n')) {
       const t = line.trim();
