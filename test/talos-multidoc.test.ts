@@ -213,10 +213,22 @@ describe('Talos multi-document rules over the API', () => {
     expect(bad.body.error.message).toContain('hostname: null');
     expect((await h.call('GET', `/v1/clusters/${clusterId}/machines`)).body.machines).toHaveLength(0);
 
-    const fixed = await h.call('POST', `/v1/clusters/${clusterId}/machines`, {
+    // Talos would take auto alone, but the node would no longer be named after the machine.
+    const renamed = await h.call('POST', `/v1/clusters/${clusterId}/machines`, {
       body: { ...body, patches: [{ apiVersion: 'v1alpha1', kind: 'HostnameConfig', auto: 'stable', hostname: null }] },
     });
-    expect(fixed.status, JSON.stringify(fixed.body)).toBe(201);
+    expect(renamed.status).toBe(400);
+    expect(renamed.body.error.message).toMatch(/^patches: HostnameConfig: the hostname must stay the machine's name, w1 .*Kubernetes and etcd/);
+    for (const hostname of ['w2', 'web.home.arpa']) {
+      const other = await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { ...body, patches: [{ apiVersion: 'v1alpha1', kind: 'HostnameConfig', hostname }] } });
+      expect(other.status).toBe(400);
+    }
+    expect((await h.call('GET', `/v1/clusters/${clusterId}/machines`)).body.machines).toHaveLength(0);
+
+    // A domain after the machine's name keeps the node's name.
+    const fqdn = await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { ...body, patches: [{ apiVersion: 'v1alpha1', kind: 'HostnameConfig', hostname: 'w1.home.arpa' }] } });
+    expect(fqdn.status, JSON.stringify(fqdn.body)).toBe(201);
+    expect((await h.call('GET', `/v1/clusters/${clusterId}/machines/${fqdn.body.id}/config`)).body).toContain('hostname: w1.home.arpa');
   });
 
   it('refuses a cluster patch with two link kinds of one name and keeps the stored patches', async () => {

@@ -72,6 +72,7 @@ function rejecting<T>(field: string, fn: () => T): T {
 function machineDocuments(cluster: ClusterLike, machine: MachineLike, secrets: ClusterSecrets, extraDocuments: ConfigDocument[]): ConfigDocument[] {
   const input = machineConfigInput(cluster, machine, secrets, extraDocuments);
   const docs = buildMachineDocuments(input);
+  keepsMachineName(docs, machine.name);
   const byVersion = new Map<string, K8sComponent[]>();
   for (const [component, version] of Object.entries(machine.kubernetesComponents ?? {})) {
     if (!isK8sComponent(component) || version === cluster.kubernetesVersion) continue;
@@ -79,6 +80,23 @@ function machineDocuments(cluster: ClusterLike, machine: MachineLike, secrets: C
   }
   for (const [version, components] of byVersion) takeComponentImages(docs, components, buildMachineDocuments({ ...input, kubernetesVersion: version }));
   return docs;
+}
+
+/**
+ * A patch may not give the node another hostname: its Kubernetes node and its etcd member are
+ * named after the hostname's first label, and drains, upgrades and the etcd checks find them by
+ * the machine's name. A domain after it (`w1.home.arpa`) keeps that label.
+ */
+function keepsMachineName(docs: ConfigDocument[], name: string): void {
+  const doc = docs.find((d) => d.kind === 'HostnameConfig');
+  const hostname = typeof doc?.hostname === 'string' ? doc.hostname.toLowerCase() : undefined;
+  if (hostname === name || hostname?.startsWith(`${name}.`)) return;
+  throw new TalosConfigError([
+    {
+      path: 'HostnameConfig',
+      message: `the hostname must stay the machine's name, ${name} (a domain may follow it): RezusCloud finds the node in Kubernetes and etcd by it; create the machine under the name you want instead`,
+    },
+  ]);
 }
 
 /** Renders, turning generator and patch errors into a 400 that names the path. */
