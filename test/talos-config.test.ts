@@ -1,10 +1,11 @@
 import { parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { renderMachineConfig, TalosConfigError } from '../lib/talos/config.ts';
+import { renderMachineConfig } from '../lib/talos/config.ts';
 import type { MachineConfigInput } from '../lib/talos/config.ts';
 import { validateConfigDocuments } from '../lib/talos/schema.ts';
 import { generateSecrets } from '../lib/talos/secrets.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
+import { configErrorOf, configInput } from './support/config-input.ts';
 
 let secrets: ClusterSecrets;
 let otherSecrets: ClusterSecrets;
@@ -21,26 +22,8 @@ function docs(yaml: string): Doc[] {
   });
 }
 
-function input(overrides: Partial<MachineConfigInput> = {}): MachineConfigInput {
-  return {
-    secrets,
-    clusterName: 'home',
-    endpoint: 'https://cp.example.test:6443',
-    role: 'controlplane',
-    installDisk: '/dev/sda',
-    ...overrides,
-  };
-}
-
-function errorOf(fn: () => unknown): TalosConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(TalosConfigError);
-    return error as TalosConfigError;
-  }
-  throw new Error('expected a TalosConfigError');
-}
+const input = (overrides: Partial<MachineConfigInput> = {}): MachineConfigInput => configInput(secrets, 'controlplane', overrides);
+const errorOf = configErrorOf;
 
 describe('renderMachineConfig', () => {
   it('renders a control-plane config that validates against the v1.13.9 schema', () => {

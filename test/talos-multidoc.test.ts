@@ -1,10 +1,11 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { NODE_LINK_NAME, nodeWireguardDocument } from '../lib/mesh/talos-doc.ts';
-import { buildMachineDocuments, TalosConfigError } from '../lib/talos/config.ts';
+import { buildMachineDocuments } from '../lib/talos/config.ts';
 import type { MachineConfigInput } from '../lib/talos/config.ts';
 import { generateSecrets } from '../lib/talos/secrets.ts';
 import type { ClusterSecrets } from '../lib/talos/secrets.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { configErrorOf, configInput } from './support/config-input.ts';
 
 let secrets: ClusterSecrets;
 beforeAll(async () => {
@@ -27,26 +28,8 @@ const meshDocument = () =>
     endpoint: '[2001:db8::1]:51820',
   });
 
-function input(overrides: Partial<MachineConfigInput> = {}): MachineConfigInput {
-  return {
-    secrets,
-    clusterName: 'home',
-    endpoint: 'https://cp.example.test:6443',
-    role: 'worker',
-    installDisk: '/dev/sda',
-    ...overrides,
-  };
-}
-
-function errorOf(fn: () => unknown): TalosConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(TalosConfigError);
-    return error as TalosConfigError;
-  }
-  throw new Error('expected a TalosConfigError');
-}
+const input = (overrides: Partial<MachineConfigInput> = {}): MachineConfigInput => configInput(secrets, 'worker', overrides);
+const errorOf = configErrorOf;
 
 const hostnameDoc = (docs: Record<string, unknown>[]) => docs.find((d) => d.kind === 'HostnameConfig');
 
