@@ -18,6 +18,12 @@ export interface Settings {
   followPollMs: number;
   /** A quiet event stream sends a comment this often, so proxies keep it open. */
   keepAliveMs: number;
+  /**
+   * Database reads one event stream makes before it closes for the client to reconnect where it
+   * left off (Last-Event-ID); absent: no limit. On Workers every read is a subrequest, and a
+   * request may make only so many (50 on the free plan): past them the stream would break.
+   */
+  streamReads?: number;
   tofu: {
     /** REZUS_TOFU_BIN, else tofu, else terraform on pathEnv. */
     bin?: string;

@@ -50,7 +50,8 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
       label: 'edge-worker',
       // Heartbeats every second, so a cancel asked at the edge reaches the running tofu soon.
       runnerEnv: { REZUS_LEASE_S: '3' },
-      workerBindings: { REZUS_FOLLOW_POLL_MS: '200' },
+      // Few reads per stream, so following a run takes several streams, as on the free plan.
+      workerBindings: { REZUS_FOLLOW_POLL_MS: '200', REZUS_STREAM_READS: '5' },
     });
     bundleSource = await readFile(stack.bundle, 'utf8');
 
@@ -90,26 +91,40 @@ describe.skipIf('missing' in found)('the Worker in workerd with a home runner sh
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ duplicate: true, run: { id: run.id } });
 
-    // Live events through the Worker (SSE, polling the database) until the run ends at home.
-    const res = await stack!.mf.dispatchFetch(`http://edge.test/v1/runs/${run.id}/events`, {
-      headers: { authorization: `Bearer ${tenantToken}`, accept: 'text/event-stream' },
-    });
-    expect(res.status).toBe(200);
-    const seen: Array<{ event?: string; data: string }> = [];
-    const parser = createParser({ onEvent: (e) => seen.push({ event: e.event, data: e.data }) });
-    const reader = res.body!.getReader();
-    const text = new TextDecoder();
+    // Live events through the Worker (SSE, polling the database) until the run ends at home. A
+    // stream ends once its reads (subrequests) are spent, and is picked up as EventSource does,
+    // with Last-Event-ID and after the `retry` it was given.
+    const seen: Array<{ event?: string; data: string; id?: string }> = [];
+    const retries: number[] = [];
     const deadline = Date.now() + 60_000;
+    let streams = 0;
     while (!seen.some((e) => e.event === 'end') && Date.now() < deadline) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      parser.feed(text.decode(value, { stream: true }));
+      const lastId = seen.findLast((e) => e.id)?.id;
+      const res = await stack!.mf.dispatchFetch(`http://edge.test/v1/runs/${run.id}/events`, {
+        headers: { authorization: `Bearer ${tenantToken}`, accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
+      });
+      expect(res.status).toBe(200);
+      streams++;
+      const parser = createParser({ onEvent: (e) => seen.push({ event: e.event, data: e.data, id: e.id }), onRetry: (ms) => retries.push(ms) });
+      const reader = res.body!.getReader();
+      const text = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parser.feed(text.decode(value, { stream: true }));
+      }
+      if (!seen.some((e) => e.event === 'end')) await new Promise((r) => setTimeout(r, retries.at(-1) ?? 500));
     }
-    await reader.cancel();
     const end = seen.find((e) => e.event === 'end');
     expect(end, 'the stream ended with the run').toBeDefined();
+    // Every stream but the last gave up on its budget, not on an error.
+    expect(streams).toBeGreaterThan(1);
+    expect(retries).toHaveLength(streams - 1);
     expect(JSON.parse(end!.data)).toMatchObject({ id: run.id, state: 'succeeded' });
-    const types = seen.filter((e) => e.event === 'run-event').map((e) => (JSON.parse(e.data) as { type: string }).type);
+    const events = seen.filter((e) => e.event === 'run-event').map((e) => JSON.parse(e.data) as { type: string; seq: number });
+    // Across the reconnects: each event once, in order, none missing.
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    const types = events.map((e) => e.type);
     expect(types[0]).toBe('queued');
     expect(types).toContain('started');
     expect(types.at(-1)).toBe('succeeded');

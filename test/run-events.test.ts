@@ -59,6 +59,23 @@ describe('run events past one read', () => {
     expect(resumed.at(-1)!.event).toBe('end');
   });
 
+  it('a stream with a read budget (the edge: a request has so many subrequests) ends with a retry, and the next one picks it up to the end', async () => {
+    const run = await failedRunWithLongLog();
+    h.deps.settings.streamReads = 4;
+    const first = await (await stream(run.id)).text();
+    // Three reads bring the whole log; the state and the last flush would not fit in the fourth.
+    expect(first).toMatch(/\nretry: \d+\n: this stream's reads are spent; reconnect with Last-Event-ID 2503\n/);
+    expect(first).not.toContain('event: end');
+    const ids = [...first.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(ids).toEqual(seqs(1, run.total));
+    const second = await readSse(await stream(run.id, { 'last-event-id': String(ids.at(-1)) }));
+    expect(second).toEqual([{ event: 'end', data: expect.objectContaining({ id: run.id, state: 'failed' }) }]);
+
+    // Without a budget (the runner) one stream carries it all.
+    delete h.deps.settings.streamReads;
+    expect((await readSse(await stream(run.id))).at(-1)!.event).toBe('end');
+  });
+
   it('the JSON log comes in pages: `limit` (at most 1000), `more` while events remain, `next` as the following `after`, `last` the end', async () => {
     const run = await failedRunWithLongLog();
 

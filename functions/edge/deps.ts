@@ -21,12 +21,16 @@ export interface EdgeEnv {
   REZUS_LOG_LEVEL?: string;
   /** SSE followers poll the database this often (ms); there is no in-process bus across hosts. */
   REZUS_FOLLOW_POLL_MS?: string;
+  REZUS_STREAM_READS?: string;
 }
 
 // Nothing in an isolate waits for in-process nudges: followers and the home worker poll the database.
 const pollingOnlyBus: RunBus = { publish() {}, subscribe: () => () => {}, wake() {}, onWake: () => () => {}, cancel() {}, onCancel: () => () => {} };
 
 const LEVELS = new Set(['debug', 'info', 'warn', 'error']);
+const DEFAULT_STREAM_READS = 40;
+/** A stream with fewer could not read the run's state and the events before its end in one go. */
+const MIN_STREAM_READS = 3;
 
 export function edgeDeps(env: EdgeEnv): Deps {
   if (!env.REZUS_DB_URL) throw new Error('REZUS_DB_URL is not set (wrangler secret put REZUS_DB_URL)');
@@ -34,6 +38,8 @@ export function edgeDeps(env: EdgeEnv): Deps {
   const clock = { now: () => Date.now() };
   const level = LEVELS.has(env.REZUS_LOG_LEVEL ?? '') ? (env.REZUS_LOG_LEVEL as LogLevel) : 'info';
   const followPollMs = Number(env.REZUS_FOLLOW_POLL_MS) > 0 ? Number(env.REZUS_FOLLOW_POLL_MS) : 1000;
+  // A request's subrequests: 50 on the free plan, of which the token and the run take a few.
+  const streamReads = Number(env.REZUS_STREAM_READS) >= MIN_STREAM_READS ? Math.floor(Number(env.REZUS_STREAM_READS)) : DEFAULT_STREAM_READS;
   return {
     database,
     db: database.db,
@@ -52,6 +58,7 @@ export function edgeDeps(env: EdgeEnv): Deps {
       retentionRawS: 0,
       followPollMs,
       keepAliveMs: 15_000,
+      streamReads,
       tofu: { pathEnv: '', selfUrl: '', cancelGraceMs: 0 },
     },
     metrics: noMetrics,

@@ -14,6 +14,8 @@ export const listQuery = z.strictObject({
   cluster: idParam.optional(),
   limit: z.coerce.number().int().min(1).max(500).optional(),
 });
+/** How soon a stream that ended on its read budget asks EventSource to reconnect. */
+const RECONNECT_AFTER_MS = 500;
 /** The most events one read returns: a JSON page, and each of the stream's reads from the database. */
 export const EVENTS_PAGE_MAX = 1000;
 const notAnEventId = { error: 'must be an event id (a whole number, 0 or more)' };
@@ -111,27 +113,45 @@ export function runRoutes() {
         wake?.();
       });
       let lastWrite = Date.now();
-      // Reads until a batch comes back short: the read after the end must reach the terminal event
-      // however far behind the follower is, and a live follower catches up at once, not a batch per poll.
-      const flush = async () => {
+      let reads = 0;
+      // Each database read is counted against settings.streamReads; once they are spent the stream
+      // ends without `end`, and the client picks it up after `last` on a fresh request.
+      const spent = () => settings.streamReads !== undefined && reads >= settings.streamReads;
+      const read = <T>(fn: () => Promise<T>): Promise<T> => {
+        reads++;
+        return fn();
+      };
+      // Reads until a batch comes back short (true: everything stored so far was sent): the read after
+      // the end must reach the terminal event however far behind the follower is, and a live follower
+      // catches up at once, not a batch per poll.
+      const flush = async (): Promise<boolean> => {
         for (;;) {
-          const batch = await jobs.events(run.id, last, EVENTS_PAGE_MAX);
+          if (spent()) return false;
+          const batch = await read(() => jobs.events(run.id, last, EVENTS_PAGE_MAX));
           for (const e of batch) {
             await stream.writeSSE({ id: String(e.seq), event: 'run-event', data: JSON.stringify(e) });
             last = e.seq;
             lastWrite = Date.now();
           }
-          if (batch.length < EVENTS_PAGE_MAX || closed) return;
+          if (batch.length < EVENTS_PAGE_MAX) return true;
+          if (closed) return false;
         }
       };
+      const reconnect = () => stream.write(`retry: ${RECONNECT_AFTER_MS}\n: this stream's reads are spent; reconnect with Last-Event-ID ${last}\n\n`);
       try {
         while (!closed) {
           await flush();
-          const current = await jobs.get(run.id);
+          // Two reads left at least: the state, and the flush of what came before a terminal one.
+          if (settings.streamReads !== undefined && reads + 2 > settings.streamReads) {
+            await reconnect();
+            break;
+          }
+          const current = await read(() => jobs.get(run.id));
           if (!current || isTerminal(current.state)) {
-            // Events written between the read above and the state check are flushed before the end.
-            await flush();
-            await stream.writeSSE({ event: 'end', data: JSON.stringify(current ? publicRun(current) : null) });
+            // Events written between the read above and the state check are flushed before the end;
+            // if the reads run out first, the next request sends the rest and the end.
+            if (await flush()) await stream.writeSSE({ event: 'end', data: JSON.stringify(current ? publicRun(current) : null) });
+            else if (!closed) await reconnect();
             break;
           }
           // Proxies (Home Assistant ingress among them) drop streams that stay silent too long.
