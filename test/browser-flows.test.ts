@@ -280,6 +280,11 @@ describe.each(['desktop', 'phone'] as const)('dashboard flows (%s)', (size) => {
       expect((await api('GET', '/v1/backups/..%2Fmaster.key')).status).toBe(404);
       expect((await api('GET', '/v1/backups/rezus-nope.db')).status).toBe(404);
       await shot(page, `${size}-backups`);
+      // Deleted from its row: gone from the page and the API.
+      await page.locator('#backups tr', { hasText: fileName }).getByRole('button', { name: 'Delete' }).click();
+      await expect.poll(() => page.locator('#backups td[data-label="File"]', { hasText: fileName }).count()).toBe(0);
+      expect((await api('GET', '/v1/backups')).body.backups.map((b: { name: string }) => b.name)).not.toContain(fileName);
+      expect(await overflow(page)).toBeLessThanOrEqual(0);
     } finally {
       await context.close();
     }

@@ -526,15 +526,20 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const entries = all.filter((e) => (!filter.action || String(e.action).includes(filter.action)) && (!filter.tenant || e.tenantId === filter.tenant));
     return render(c, 200, <AuditPage v={c.var.view} entries={entries.slice(0, 200)} tenants={tn.ok ? tn.body.tenants : []} filter={filter} error={au.error} />);
   });
-  app.get('/backups', async (c) => {
+  /** The backups page; `error` is an action's, shown instead of the lists' own. */
+  const backupsPage = async (c: Ctx, status: ContentfulStatusCode, error?: string) => {
     const client = api(c);
     const [files, rs] = await Promise.all([client.get('/v1/backups'), client.get('/v1/runs?limit=500')]);
     const runs: Json[] = rs.ok ? rs.body.runs.filter((r: Json) => r.kind === 'backup') : [];
-    return render(
-      c,
-      200,
-      <BackupsPage v={c.var.view} files={files.ok ? files.body.backups : []} runs={runs} now={c.var.deps.clock.now()} error={files.status === 409 ? undefined : (files.error ?? rs.error)} />,
-    );
+    // A host that keeps no backup files (409) is not an error to show.
+    const listError = files.status === 409 ? undefined : (files.error ?? rs.error);
+    return render(c, status, <BackupsPage v={c.var.view} files={files.ok ? files.body.backups : []} runs={runs} now={c.var.deps.clock.now()} error={error ?? listError} />);
+  };
+  app.get('/backups', (c) => backupsPage(c, 200));
+  app.post('/backups/:name/delete', async (c) => {
+    const res = await api(c).send('DELETE', `/v1/backups/${encodeURIComponent(c.req.param('name'))}`);
+    if (!res.ok) return backupsPage(c, res.status as ContentfulStatusCode, res.error);
+    return go(c, '/backups');
   });
   app.get('/backups/:name', async (c) => {
     const res = await api(c).raw(`/v1/backups/${encodeURIComponent(c.req.param('name'))}`, { headers: { accept: 'application/octet-stream' } });

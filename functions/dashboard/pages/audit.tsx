@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
-import { Badge, Layout, Time } from '../layout.tsx';
+import { ActionButton, Badge, Layout, Time } from '../layout.tsx';
 import { formatValue } from '../chart.ts';
 import { formatDuration, runDuration, startedBy } from '../run-view.ts';
 import { href, type View } from '../view.ts';
@@ -78,7 +78,7 @@ export const BackupsPage: FC<{ v: View; files: Json[]; runs: Json[]; now: number
   const failed = runs.filter((r) => r.state !== 'succeeded');
   return (
     <Layout v={v} title="Backups" section="backups" error={error}>
-      <p class="hint">Consistent copies of the database, written by backup runs into the data directory under backups/.</p>
+      <p class="hint">Consistent copies of the database, written by backup runs into the data directory under backups/. Each backup run deletes the oldest beyond the number to keep (REZUS_BACKUP_KEEP).</p>
       {files.length === 0 ? (
         <p class="notice">No backup files yet.</p>
       ) : (
@@ -90,6 +90,9 @@ export const BackupsPage: FC<{ v: View; files: Json[]; runs: Json[]; now: number
                 <th scope="col">Size</th>
                 <th scope="col">Taken</th>
                 <th scope="col">Run</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -107,6 +110,9 @@ export const BackupsPage: FC<{ v: View; files: Json[]; runs: Json[]; now: number
                       <Time ms={f.modifiedAt} />
                     </td>
                     <td data-label="Run">{run ? <a href={href(v, `/runs/${encodeURIComponent(run.id)}`)}>{formatDuration(runDuration(run, now))}</a> : '—'}</td>
+                    <td data-label="">
+                      <ActionButton v={v} action={`/backups/${encodeURIComponent(f.name)}/delete`} label="Delete" kind="danger" />
+                    </td>
                   </tr>
                 );
               })}
