@@ -208,6 +208,26 @@ describe('Kubernetes upgrade', () => {
     expect(await heldComponents(h, c)).toEqual({ cp1: null, cp2: null, w1: null });
   });
 
+  it('a node that runs another config than RezusCloud renders (a patch not pushed yet) stops the run before any step; includePendingConfig takes it along', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    const patched = await h.call('PATCH', `/v1/clusters/${c.clusterId}/machines/${c.machineIds.get('w1')}`, { body: { patches: [{ machine: { sysctls: { 'vm.swappiness': '10' } } }] } });
+    expect(patched.status).toBe(200);
+    const first = await finishedRun(h, await start(h, c));
+    expect(first.state).toBe('failed');
+    expect(first.error).toMatch(/^refusing to upgrade Kubernetes: these nodes run another config than RezusCloud renders for them now, apart from the upgrade's images: w1 \(v1alpha1\); .*includePendingConfig: true$/);
+    // It names documents, never what is in them.
+    expect(first.error).not.toContain('swappiness');
+    await expectUntouched(h, c, ['cp1', 'w1']);
+
+    const second = await finishedRun(h, await start(h, c, TO, { includePendingConfig: true }));
+    expect(second.state).toBe('succeeded');
+    const warned = (await events(h, second.id)).filter((e) => e.type === 'k8s.precheck' && e.level === 'warn');
+    expect(warned.map((e) => e.message)).toEqual([expect.stringMatching(/^includePendingConfig: upgrading anyway; .*: w1 \(v1alpha1\); /)]);
+    expect(new TextDecoder().decode(c.sim('w1').receivedConfigs.at(-1)!.data)).toContain('vm.swappiness');
+    // What the nodes run is what RezusCloud renders again: a later upgrade has nothing pending.
+    expect(await k8sVersion(h, c)).toBe(TO);
+  });
+
   it('a manifest sync that fails leaves the version unrecorded; the next run skips every step done and only syncs', async () => {
     const { h, c } = await setup(fleet(1, 0));
     const claimed = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'coredns', namespace: 'kube-system', annotations: { 'config.k8s.io/owning-inventory': 'argo' } }, spec: { replicas: 1, selector: { matchLabels: { 'k8s-app': 'kube-dns' } } } };

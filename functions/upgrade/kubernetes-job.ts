@@ -14,6 +14,12 @@ export const upgradeKubernetesJob = defineJob(
     etcdSnapshot: z.boolean().optional(),
     /** Upgrade even when the cluster fails the health check before the first step. Absent: false. */
     force: z.boolean().optional(),
+    /**
+     * Push configs that differ from what a node runs beyond the upgrade itself (a patch or setting
+     * changed since its last push; an edit made on the node is lost). Absent: false, such a node
+     * stops the run before the first step.
+     */
+    includePendingConfig: z.boolean().optional(),
     /** Sync the bootstrap manifests as the last step (runner/jobs/manifests). Absent: true. */
     manifests: z.boolean().optional(),
     /** That sync deletes what no manifest names any more. Absent: true. */

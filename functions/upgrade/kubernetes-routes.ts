@@ -24,6 +24,8 @@ export const upgradeKubernetesBody = z.strictObject({
   etcdSnapshot: z.boolean().optional(),
   /** Default false: go on (with a warning) when the cluster is not healthy before the first step. */
   force: z.boolean().optional(),
+  /** Default false: go on when a node runs another config than RezusCloud renders for it (changes not pushed yet go with the upgrade). */
+  includePendingConfig: z.boolean().optional(),
   /** Default true: end with the sync of Talos's bootstrap manifests (server-side apply, prune, wait for rollouts). */
   manifests: z.boolean().optional(),
   /** Default true: that sync deletes what an earlier one applied and no manifest names any more (talosctl --manifests-no-prune). */
@@ -72,6 +74,7 @@ export function upgradeKubernetesRoutes() {
       kubernetesVersion: target,
       ...(body.etcdSnapshot === false ? { etcdSnapshot: false } : {}),
       ...(body.force ? { force: true } : {}),
+      ...(body.includePendingConfig ? { includePendingConfig: true } : {}),
       ...(body.manifests === false ? { manifests: false } : {}),
       ...(body.pruneManifests === false ? { pruneManifests: false } : {}),
       ...(body.recreateManifests ? { recreateManifests: true } : {}),

@@ -23,6 +23,7 @@ import { upgradeTimings } from '../upgrade/timings.ts';
 import { clusterProblems, readHealth } from '../upgrade/health.ts';
 import { prePull, pullsFor } from './prepull.ts';
 import { checkRemoved } from './removed.ts';
+import { checkPendingConfig } from './pending.ts';
 import { snapshotBeforeUpgrade } from '../etcd/snapshot.ts';
 import { readKubeState } from './kube.ts';
 import { pendingReason, planSteps, runStep, stepLabel, type Step, type StepContext, type Target } from './steps.ts';
@@ -161,6 +162,9 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
       return result;
     };
 
+    // Only the nodes a pending step pushes to: a node whose steps are done gets nothing.
+    const pushedTo = new Set([...pending].flatMap((s) => (s.kind === 'kube-proxy' ? s.controlPlanes : [s.machine])));
+    if (pushedTo.size) await checkPendingConfig(ctx, all.filter((t) => pushedTo.has(t)), params.includePendingConfig === true);
     if (pending.size) await checkHealth(ctx, all, params.force === true, deps.clock.now());
     await prePull(ctx, pullsFor([...pending], all));
     if (pending.size && !signal.aborted) await snapshotBeforeUpgrade({ deps, runId: run.id, emit, signal: hard, access, dial }, cluster, params.etcdSnapshot !== false);

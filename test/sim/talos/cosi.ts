@@ -16,17 +16,21 @@ const NAMESPACES: ReadonlySet<string> = new Set([
 /**
  * The resource types the sim serves. A real node defines many more: the sim refuses the others as
  * a node refuses a type it has no definition of, so a test meaning a real type finds out at once.
- * None of them is Sensitive (only an admin could read it); Manifests sets no sensitivity.
+ * Manifests sets no sensitivity; MachineConfigs (the config the node runs) is Sensitive.
  */
-const TYPES: ReadonlySet<string> = new Set([SIM_MANIFEST_TYPE.toLowerCase()]);
+const TYPES: ReadonlySet<string> = new Set([SIM_MANIFEST_TYPE.toLowerCase(), 'machineconfigs.config.talos.dev']);
+
+/** Types whose definition is Sensitive: only os:admin reads them (access.go). */
+const SENSITIVE: ReadonlySet<string> = new Set(['machineconfigs.config.talos.dev']);
 
 /**
  * Why Talos's access policy refuses a read of (namespace, type), or undefined. It looks the type
  * definition up by the lowercased type (definition ids are), then the namespace; both refusals are
  * PERMISSION_DENIED with these messages.
  */
-export function cosiReadRefusal(namespace: string, type: string): { code: grpc.status; message: string } | undefined {
+export function cosiReadRefusal(namespace: string, type: string, admin: boolean): { code: grpc.status; message: string } | undefined {
   if (!TYPES.has(type.toLowerCase())) return { code: grpc.status.PERMISSION_DENIED, message: `resource type ${JSON.stringify(type)} is not supported` };
+  if (SENSITIVE.has(type.toLowerCase()) && !admin) return { code: grpc.status.PERMISSION_DENIED, message: 'not authorized' };
   if (!NAMESPACES.has(namespace)) return { code: grpc.status.PERMISSION_DENIED, message: `namespace ${JSON.stringify(namespace)} is not supported` };
   return undefined;
 }

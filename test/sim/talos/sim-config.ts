@@ -13,6 +13,8 @@ export interface SimMachineConfig {
   /** What a control plane renders its bootstrap manifests from (kube-proxy's image: images.proxy). */
   cluster: SimClusterConfig;
   features: SimMachineFeatures;
+  /** The config as it was applied, every document: a node keeps these bytes (its MachineConfig resource shows them). */
+  source: string;
 }
 
 export interface SimClusterConfig {
@@ -193,6 +195,7 @@ function parseText(text: string): ParsedConfig {
       images,
       cluster: parseCluster(cluster),
       features: parseFeatures(machine),
+      source: text,
     },
   };
 }

@@ -9,6 +9,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
+import { stringify as stringifyYaml } from 'yaml';
 import { loadTalosServices } from '../../../lib/talos/api/proto-loader.ts';
 import { talosInstallProblem } from '../../../lib/talos/talos-compat.ts';
 import { ApidIdentity, sharedMaintenanceCert, uniqueMaintenanceCert, type MaintenanceCert } from './sim-certs.ts';
@@ -82,6 +83,7 @@ class SimRpcError extends Error {
 
 const OID_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const COSI_LIST = 'cosi.resource.State/List';
+const MACHINE_CONFIG_TYPE = 'MachineConfigs.config.talos.dev';
 /** How long in-flight calls may finish when the node goes down for a reboot. */
 const DRAIN_GRACE_MS = 100;
 const ROLE_RANK: Record<Role, number> = { reader: 1, operator: 2, admin: 3 };
@@ -258,6 +260,8 @@ export class SimTalosNode {
   recoveredFrom: Buffer | undefined;
   /** The bootstrap manifests, as COSI resources rendered from the running config. */
   readonly manifests = new SimManifestStore();
+  /** The MachineConfig resource as last listed: COSI's version moves only when the config does. */
+  private machineConfigResource: SimCosiResource | undefined;
   mounts: Array<{ filesystem: string; size: number; available: number; mountedOn: string }> = [
     { filesystem: '/dev/sda6', size: 100 * 2 ** 30, available: 60 * 2 ** 30, mountedOn: '/var' },
     { filesystem: 'overlay', size: 2 ** 30, available: 2 ** 29, mountedOn: '/' },
@@ -1048,19 +1052,45 @@ export class SimTalosNode {
 
   // ---- cosi.resource.State ------------------------------------------------------------------
 
-  /** The resources of (namespace, type) after the access policy; only the bootstrap manifests are modelled. */
-  private cosiResources(req: Raw): SimCosiResource[] {
+  /** The resources of (namespace, type) after the access policy; the bootstrap manifests and the running config are modelled. */
+  private cosiResources(req: Raw, roles: string[]): SimCosiResource[] {
     const namespace = String(req['namespace'] ?? '');
     const type = String(req['type'] ?? '');
-    const refusal = cosiReadRefusal(namespace, type);
+    const refusal = cosiReadRefusal(namespace, type, this.phase !== 'maintenance' && roles.includes('os:admin'));
     if (refusal) throw new SimRpcError(refusal.code, refusal.message);
+    if (type.toLowerCase() === MACHINE_CONFIG_TYPE.toLowerCase()) return namespace === 'config' ? this.machineConfig() : [];
     // A node renders them from the config it runs; one in maintenance has none.
     this.manifests.sync(this.phase === 'configured' ? this.config : undefined);
     return this.manifests.list().filter((r) => r.namespace === namespace && r.type === type);
   }
 
   private async cosiList(call: grpc.ServerWritableStream<Raw, Raw>): Promise<void> {
-    for (const r of this.cosiResources(call.request)) call.write({ resource: toProtoResource(r) });
+    for (const r of this.cosiResources(call.request, this.rolesOf(call))) call.write({ resource: toProtoResource(r) });
+  }
+
+  /**
+   * MachineConfigs `v1alpha1`, the config the node runs. Its spec marshals to the config's bytes as
+   * they were applied (a readonly container keeps them), so yaml_spec is one YAML string holding them.
+   */
+  private machineConfig(): SimCosiResource[] {
+    const cfg = this.phase === 'configured' ? this.config : undefined;
+    if (!cfg) return [];
+    const prev = this.machineConfigResource;
+    if (prev?.yamlSpec !== stringifyYaml(cfg.source)) {
+      const now = new Date();
+      this.machineConfigResource = {
+        namespace: 'config',
+        type: MACHINE_CONFIG_TYPE,
+        id: 'v1alpha1',
+        version: (prev?.version ?? 0) + 1,
+        owner: '',
+        phase: 'running',
+        created: prev?.created ?? now,
+        updated: now,
+        yamlSpec: stringifyYaml(cfg.source),
+      };
+    }
+    return [this.machineConfigResource!];
   }
 
   // ---- ImageService / LifecycleService (v1.13+) ---------------------------------------------
