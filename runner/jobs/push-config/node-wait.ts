@@ -54,15 +54,19 @@ export async function waitForMtls(
     signal.throwIfAborted();
     if (seen.refusing) last = REFUSED;
     else {
+      const deadlineMs = Math.max(1, Math.min(t.callDeadlineMs, end - Date.now()));
       try {
-        const answer = await probe(access, address, Math.max(1, Math.min(t.callDeadlineMs, end - Date.now())), signal, opts.bootedAfter);
+        const answer = await probe(access, address, deadlineMs, signal, opts.bootedAfter);
         if (answer !== SAME_BOOT) return answer;
         last = SAME_BOOT;
       } catch (err) {
         // Only the node's answers are worth waiting out: anything else (the admin certificate
         // could not be minted, say) would fail the same way for the whole wait.
         if (signal.aborted || !isTalosApiError(err)) throw err;
-        last = err;
+        // A probe whose deadline the wait's own end cut short says nothing about the node: the
+        // timeout names what the probe before it found.
+        const cutShort = err.code === 'deadline' && deadlineMs < t.callDeadlineMs && last !== undefined;
+        if (!cutShort) last = err;
       }
     }
     if (Date.now() + t.pollMs >= end) {
