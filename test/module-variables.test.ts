@@ -85,6 +85,26 @@ describe('providerSettings through the API', () => {
     const ok = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { providerSettings: { oci: { enable_ipv6: false, default_ocpus: 4 } } } });
     expect(ok.status).toBe(200);
   });
+
+  it('takes a map setting (Hetzner labels) with label-like keys, and refuses a map where the module wants another type', async () => {
+    const { clusterId } = await seedCluster(h);
+    const labels = { env: 'home', 'rezus.cloud/rack': 'a' };
+    const ok = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { providerSettings: { hetzner: { labels } } } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect((await h.call('GET', `/v1/clusters/${clusterId}`)).body.settings.providerSettings.hetzner.labels).toEqual(labels);
+
+    const before = (await h.call('GET', `/v1/clusters/${clusterId}`)).body;
+    for (const [body, message] of [
+      [{ hetzner: { labels: { '${file("/etc/passwd")}': 'x' } } }, /^providerSettings\.hetzner\.labels\./],
+      [{ hetzner: { labels: { env: 1 } } }, /^providerSettings\.hetzner\.labels\.env/],
+      [{ hetzner: { location: { a: 'b' } } }, /^providerSettings\.hetzner\.location: must be a string$/],
+    ] as const) {
+      const bad = await h.call('PATCH', `/v1/clusters/${clusterId}`, { body: { providerSettings: body } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.message).toMatch(message);
+    }
+    expect((await h.call('GET', `/v1/clusters/${clusterId}`)).body).toEqual(before);
+  });
 });
 
 describe('a tenant\'s settings in the root module', () => {
@@ -100,16 +120,17 @@ describe('a tenant\'s settings in the root module', () => {
       await writeFile(
         path.join(dir, 'providers', 'aws', 'main.tf.json'),
         JSON.stringify({
-          variable: { cluster_name: {}, machines: {}, region: {}, subnet_ids: {} },
-          output: { machines: { value: { region: '${var.region}', subnets: '${var.subnet_ids}' } } },
+          variable: { cluster_name: {}, machines: {}, region: {}, subnet_ids: {}, labels: {} },
+          output: { machines: { value: { region: '${var.region}', subnets: '${var.subnet_ids}', labels: '${var.labels}' } } },
         }),
       );
-      await writeFile(path.join(dir, 'main.tf.json'), JSON.stringify(composeRootModule(['aws'], { aws: { region: given[0]!, subnet_ids: given.slice(1) } })));
+      const labels = { env: given[0]!, 'rezus.cloud/owner': given[1]! };
+      await writeFile(path.join(dir, 'main.tf.json'), JSON.stringify(composeRootModule(['aws'], { aws: { region: given[0]!, subnet_ids: given.slice(1), labels } })));
       const env = { ...process.env, TF_IN_AUTOMATION: '1', CHECKPOINT_DISABLE: '1' };
       await execa('terraform', ['init', '-input=false', '-no-color'], { cwd: dir, env });
       await execa('terraform', ['apply', '-auto-approve', '-input=false', '-no-color', '-var', 'cluster_name=c', '-var', 'machines_aws={}'], { cwd: dir, env });
-      const out = JSON.parse((await execa('terraform', ['output', '-json', 'machines'], { cwd: dir, env })).stdout) as { region: string; subnets: string[] };
-      expect(out).toEqual({ region: given[0], subnets: given.slice(1) });
+      const out = JSON.parse((await execa('terraform', ['output', '-json', 'machines'], { cwd: dir, env })).stdout) as { region: string; subnets: string[]; labels: Record<string, string> };
+      expect(out).toEqual({ region: given[0], subnets: given.slice(1), labels });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

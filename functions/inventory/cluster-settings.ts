@@ -6,10 +6,27 @@ import { kubernetesRangeOf, kubernetesUnsupportedReason } from '../../lib/talos/
 import { DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION } from '../../lib/talos/versions.ts';
 import { endpointSchema, kubernetesVersionSchema, talosVersionSchema } from '../../lib/talos/validate.ts';
 import { clusterTalosInput, toClusterSettings } from '../machine-config/settings.ts';
-import { CLOUD_PROVIDERS, RESERVED_SETTINGS } from '../provision/providers.ts';
+import { CLOUD_PROVIDERS, RESERVED_SETTINGS, type SettingValue } from '../provision/providers.ts';
 
 const TF_NAME = /^[a-z_][a-z0-9_]{0,63}$/;
-const settingValue = z.union([z.string().max(4096), z.number(), z.boolean(), z.array(z.string().max(4096)).max(64)]);
+/**
+ * A key of a map setting (Hetzner's `labels`): letters, digits and `._/-`, which every map the
+ * modules take allows, and never a `${` or `%{`, which tofu would read as a template in a key.
+ */
+const MAP_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$/;
+const mapSetting = z
+  .record(z.string().regex(MAP_KEY, 'must be letters, digits and . _ / - (a label key)'), z.string().max(4096))
+  .refine((o) => Object.keys(o).length <= 64, 'too many entries (64 at most)');
+const scalarOrList = z.union([z.string().max(4096), z.number(), z.boolean(), z.array(z.string().max(4096)).max(64)]);
+/** A map is checked as a map, so its errors name the entry (a union would only say "Invalid input"). */
+const settingValue = z
+  .custom<SettingValue>()
+  .superRefine((v, ctx) => {
+    const checked = (typeof v === 'object' && v !== null && !Array.isArray(v) ? mapSetting : scalarOrList).safeParse(v);
+    for (const issue of checked.success ? [] : checked.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  })
+  // What the API document shows for it: the same shapes as the check.
+  .meta({ anyOf: [z.toJSONSchema(scalarOrList), z.toJSONSchema(mapSetting)].map(({ $schema: _drop, ...rest }) => rest) });
 /** Non-secret module variables per provider (region, subnet, image…); credentials go to /providers. */
 const providerSettingsInput = z.partialRecord(
   z.enum(CLOUD_PROVIDERS),

@@ -14,7 +14,13 @@ export { CLOUD_PROVIDERS, type CloudProvider, type ProviderSettings } from '../.
  * replaces, since in a replacement string `$$` is one `$`.
  */
 const escapeTemplates = (s: string): string => s.replace(/\$\{/g, () => '$${').replace(/%\{/g, () => '%%{');
-const literal = (v: SettingValue): SettingValue => (typeof v === 'string' ? escapeTemplates(v) : Array.isArray(v) ? v.map((s) => escapeTemplates(s)) : v);
+function literal(v: SettingValue): SettingValue {
+  if (typeof v === 'string') return escapeTemplates(v);
+  if (Array.isArray(v)) return v.map((s) => escapeTemplates(s));
+  // A map's keys cannot hold a template (the API takes only label-like keys); its values can.
+  if (typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, escapeTemplates(x)]));
+  return v;
+}
 
 /**
  * One root module per cluster that calls the module of each provider the cluster uses, so the
