@@ -527,5 +527,10 @@ describe('dashboard: Upgrade Kubernetes', () => {
     await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on', manifests: 'on', recreateManifests: 'on' });
     const third = ((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs as Json[]).find((r) => !again.some((a) => a.id === r.id));
     expect(third?.params).toEqual({ fromVersion: FROM, kubernetesVersion: TO, recreateManifests: true });
+    // Ticked, the pending-config box lets changes not pushed yet go with the upgrade.
+    for (const r of (await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs as Json[]) await h.call('POST', `/v1/runs/${r.id}/cancel`);
+    await b.submit(page, `${page}/upgrade-kubernetes`, { version: TO, etcdSnapshot: 'on', manifests: 'on', includePendingConfig: 'on' });
+    const fourth = ((await h.call('GET', `/v1/runs?cluster=${cl.body.id}`)).body.runs as Json[])[0];
+    expect(fourth?.params).toEqual({ fromVersion: FROM, kubernetesVersion: TO, includePendingConfig: true });
   });
 });

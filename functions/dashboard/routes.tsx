@@ -246,7 +246,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   );
   app.post(
     '/clusters/:id/upgrade-kubernetes',
-    clusterAction(clusterPath('/upgrade-kubernetes'), (f) => ({ ...pick(f, ['version']), etcdSnapshot: f.etcdSnapshot === 'on', manifests: f.manifests === 'on', recreateManifests: f.recreateManifests === 'on' }), 'upgrade-kubernetes'),
+    clusterAction(clusterPath('/upgrade-kubernetes'), (f) => ({ ...pick(f, ['version']), etcdSnapshot: f.etcdSnapshot === 'on', includePendingConfig: f.includePendingConfig === 'on', manifests: f.manifests === 'on', recreateManifests: f.recreateManifests === 'on' }), 'upgrade-kubernetes'),
   );
   app.post(
     '/clusters/:id/sync-manifests',
@@ -342,7 +342,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
           : run.kind === 'upgrade'
             ? [`/v1/clusters/${cid}/upgrade`, { talosVersion: p.talosVersion, ...(p.batchSize ? { batchSize: p.batchSize } : {}), ...withoutSnapshot }]
             : run.kind === 'upgrade-kubernetes'
-              ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion, ...withoutSnapshot, ...manifestChoices }]
+              ? [`/v1/clusters/${cid}/upgrade-kubernetes`, { version: p.kubernetesVersion, ...withoutSnapshot, ...given(p, ['includePendingConfig']), ...manifestChoices }]
             : run.kind === 'sync-manifests'
               ? [`/v1/clusters/${cid}/sync-manifests`, given(p, ['prune', 'dryRun', 'recreate', 'inventoryPolicy'])]
             : run.kind === 'backup'

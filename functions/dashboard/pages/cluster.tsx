@@ -184,6 +184,10 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
           </div>
           <SnapshotFirst id="k8s-snap" checked={failedForm === 'upgrade-kubernetes' ? values.etcdSnapshot === 'on' : true} />
           <div class="field check">
+            <input id="k8s-pending" type="checkbox" name="includePendingConfig" value="on" checked={failedForm === 'upgrade-kubernetes' && values.includePendingConfig === 'on'} />
+            <label for="k8s-pending">Also push config changes the nodes do not run yet (otherwise the run stops on them)</label>
+          </div>
+          <div class="field check">
             <input id="k8s-manifests" type="checkbox" name="manifests" value="on" checked={failedForm === 'upgrade-kubernetes' ? values.manifests === 'on' : true} />
             <label for="k8s-manifests">Sync the bootstrap manifests at the end</label>
           </div>
