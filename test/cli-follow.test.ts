@@ -8,7 +8,7 @@ import { followRun } from '../cli/follow.ts';
 
 // The SSE follower against a loopback server that drops the stream mid-run, as a proxy or a
 // runner restart would: the CLI must resume after the last event it saw, print nothing twice,
-// and end on the server's `end` event.
+// and end on the server's `end` event. The same loopback server also shows what a run command sends.
 
 let server: Server | undefined;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
@@ -117,5 +117,29 @@ describe('followRun after the end', () => {
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(total);
     expect(JSON.parse(lines.at(-1)!).message).toBe(`step ${total}`);
+  }, 30_000);
+});
+
+describe('upgrade-kubernetes', () => {
+  it('sends includePendingConfig only when --include-pending-config is given', async () => {
+    const bodies: unknown[] = [];
+    const url = await serve((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        res.writeHead(req.method === 'POST' ? 202 : 200, { 'content-type': 'application/json' });
+        if (req.url === '/v1/clusters/cl_x/upgrade-kubernetes') {
+          bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+          res.end(JSON.stringify({ run: { id: 'run_k', kind: 'upgrade-kubernetes', state: 'queued' } }));
+        } else res.end(JSON.stringify({ clusters: [{ id: 'cl_x', name: 'lab' }] }));
+      });
+    });
+    const cli = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+    const env = { PATH: process.env.PATH ?? '', HOME: '/nonexistent', REZUS_URL: url, REZUS_TOKEN: 't' };
+    for (const extra of [['--include-pending-config'], []]) {
+      const r = await execa(process.execPath, ['--import', 'tsx', cli, 'upgrade-kubernetes', 'lab', '--to', '1.37.0', ...extra], { env, extendEnv: false, reject: false });
+      expect(r.exitCode, r.stderr).toBe(0);
+    }
+    expect(bodies).toEqual([{ version: '1.37.0', includePendingConfig: true }, { version: '1.37.0' }]);
   }, 30_000);
 });

@@ -137,15 +137,17 @@ export function registerRunCommands(program: Command): void {
       .description('Kubernetes upgrade: static pods across the control planes, kube-proxy, each kubelet, then the bootstrap manifests')
       .argument('<cluster>', 'cluster name or id')
       .requiredOption('--to <version>', 'the Kubernetes version, e.g. 1.37.0 (at most one minor up)')
+      .option('--include-pending-config', 'also push config changes the nodes do not run yet (otherwise the run stops on them)')
       .option('--no-manifests', 'skip the closing bootstrap-manifest sync')
       .option('--no-prune-manifests', 'let that sync keep what no manifest names any more')
       .option('--recreate-manifests', 'let that sync delete and create again objects whose immutable fields changed')
       .addOption(new Option('--manifests-inventory-policy <policy>', "which existing objects that sync may take over and prune").choices(INVENTORY_POLICIES)),
-  ).action(async (ref: string, opts: WaitOption & { to: string; manifests: boolean; pruneManifests: boolean; recreateManifests?: boolean; manifestsInventoryPolicy?: string }, cmd: Command) => {
+  ).action(async (ref: string, opts: WaitOption & { to: string; includePendingConfig?: boolean; manifests: boolean; pruneManifests: boolean; recreateManifests?: boolean; manifestsInventoryPolicy?: string }, cmd: Command) => {
     const { api, format, opts: g } = await session(cmd);
     const cluster = await resolveCluster(api, ref, g.tenant);
     const body = {
       version: opts.to,
+      ...(opts.includePendingConfig ? { includePendingConfig: true } : {}),
       ...(opts.manifests ? {} : { manifests: false }),
       ...(opts.pruneManifests ? {} : { pruneManifests: false }),
       ...(opts.recreateManifests ? { recreateManifests: true } : {}),
