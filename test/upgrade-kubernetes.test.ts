@@ -224,8 +224,18 @@ describe('Kubernetes upgrade', () => {
     const warned = (await events(h, second.id)).filter((e) => e.type === 'k8s.precheck' && e.level === 'warn');
     expect(warned.map((e) => e.message)).toEqual([expect.stringMatching(/^includePendingConfig: upgrading anyway; .*: w1 \(v1alpha1\); /)]);
     expect(new TextDecoder().decode(c.sim('w1').receivedConfigs.at(-1)!.data)).toContain('vm.swappiness');
-    // What the nodes run is what RezusCloud renders again: a later upgrade has nothing pending.
     expect(await k8sVersion(h, c)).toBe(TO);
+  });
+
+  it('a Talos upgrade since the last push (the render names a newer installer) is not a pending change', async () => {
+    const { h, c } = await setup(fleet(1, 1), { talosVersion: 'v1.13.9' });
+    // As a Talos upgrade leaves it: the nodes on the new version, recorded so, and no config pushed.
+    for (const n of ['cp1', 'w1']) c.sim(n).version = TALOS;
+    await h.deps.db.update(clusters).set({ talosVersion: TALOS }).where(eq(clusters.id, c.clusterId));
+    await h.deps.db.update(machines).set({ talosVersion: TALOS }).where(eq(machines.clusterId, c.clusterId));
+    const run = await finishedRun(h, await start(h, c));
+    expect(run.state, run.error).toBe('succeeded');
+    expect((await events(h, run.id)).filter((e) => e.type === 'k8s.precheck' && e.level === 'warn')).toEqual([]);
   });
 
   it('a manifest sync that fails leaves the version unrecorded; the next run skips every step done and only syncs', async () => {

@@ -7,7 +7,7 @@ import { RunError } from '../../../lib/jobs/executor.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { componentImage, K8S_COMPONENTS, setComponentImage } from '../../../lib/talos/k8s-images.ts';
 import type { ConfigDocument } from '../../../lib/talos/patch.ts';
-import { documentLabel } from '../../../lib/talos/schema.ts';
+import { documentLabel, isV1Alpha1 } from '../../../lib/talos/schema.ts';
 import type { StepContext, Target } from './steps.ts';
 
 /** The config a node runs (Talos's MachineConfig resource, Sensitive: an admin certificate reads it). */
@@ -25,10 +25,17 @@ function documentsOf(text: string): ConfigDocument[] {
   const out = docs.map((d) => d.toJS({ maxAliasCount: 0 }) as unknown).filter((d): d is ConfigDocument => d !== null && typeof d === 'object' && !Array.isArray(d));
   // The images the upgrade itself moves, step by step and across a resumed run, are not a pending change.
   for (const c of K8S_COMPONENTS) if (componentImage(out, c) !== undefined) setComponentImage(out, c, '(upgraded)');
+  // Nor is the installer image: a Talos upgrade moves the render's tag but pushes no config (nor
+  // does talosctl's), and the image only matters to the next install, which the push brings up to date.
+  const install = (out.find(isV1Alpha1)?.['machine'] as { install?: Record<string, unknown> } | undefined)?.install;
+  if (install && 'image' in install) install['image'] = '(installer)';
   return out;
 }
 
-/** The documents (`v1alpha1`, `LinkConfig/eth1`) that differ between the two configs; never their contents, which hold keys. */
+/**
+ * The documents (`v1alpha1`, `LinkConfig/eth1`) that differ between the two configs, apart from
+ * the Kubernetes images and the installer image; never their contents, which hold keys.
+ */
 export function differingDocuments(running: string, rendered: string): string[] {
   const a = new Map(documentsOf(running).map((d) => [documentLabel(d), d]));
   const b = new Map(documentsOf(rendered).map((d) => [documentLabel(d), d]));
