@@ -236,7 +236,6 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
     return result;
   }
 
-  /** The live check behind the route's: a machine's recorded version may be stale or missing. */
   /**
    * What the nodes run, not what the inventory says (the route checked that): a node moved by hand
    * would otherwise be drained, only for its installer to refuse the target, and on the legacy API
@@ -247,6 +246,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
     if (refused) throw new RunError(`refusing to upgrade: ${refused.message}`, { nodes: refused.machines.map((m) => m.name) });
   }
 
+  /** The live check behind the route's: a machine's recorded version may be stale or missing. */
   function refuseDowngrades(ms: GateMachine[], states: NodeState[]): void {
     if (params.force) return;
     const behind = ms.flatMap((m, i) => (isMinorDowngrade(states[i]!.tag, params.talosVersion) ? [`${m.name} runs ${states[i]!.tag}`] : []));
