@@ -28,6 +28,8 @@ describe('pending config', () => {
     expect(differingDocuments(base, v1('registry.k8s.io/kube-apiserver:v1.36.3', { 'vm.swappiness': '10' }) + hostname)).toEqual(['v1alpha1']);
     expect(differingDocuments(base, base + link)).toEqual(['LinkConfig/eth1']);
     expect(differingDocuments(base + link, base)).toEqual(['LinkConfig/eth1']);
+    // A config that does not parse is named by position, never by its text, which holds keys.
+    expect(() => differingDocuments('machine:\n  token: s3cr3t-v4lue: [\n', base)).toThrow(/^the config does not parse \(\w+ at line \d+\)$/);
     // Formatting is not a change: the node keeps the bytes it was given, which may be laid out otherwise.
     expect(differingDocuments(base, base.replace('image: registry', 'image:   registry'))).toEqual([]);
   });

@@ -5,10 +5,14 @@ import { stringifyDocuments } from '../../lib/talos/config.ts';
 import { componentImage, K8S_COMPONENTS, takeComponentImages, type K8sComponent } from '../../lib/talos/k8s-images.ts';
 import type { ConfigDocument } from '../../lib/talos/patch.ts';
 
-/** A rendered config's documents. */
+/**
+ * A machine config's documents (a render, or what a node runs). An error names the position only:
+ * the YAML library's message quotes the source line, which may hold key material.
+ */
 export function parseDocuments(yaml: string): ConfigDocument[] {
   return parseAllDocuments(yaml).map((d) => {
-    if (d.errors.length) throw new Error(`rendered config does not parse: ${d.errors[0]!.message}`);
+    const first = d.errors[0];
+    if (first) throw new Error(`the config does not parse (${first.code} at line ${first.linePos?.[0].line ?? '?'})`);
     return d.toJS() as ConfigDocument;
   });
 }

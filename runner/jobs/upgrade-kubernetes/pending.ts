@@ -2,7 +2,8 @@
 // the config a node runs; RezusCloud pushes its own render instead, so a patch or setting changed
 // since the node's last push (or an edit made on the node) would go out with the first step.
 import { isDeepStrictEqual } from 'node:util';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse } from 'yaml';
+import { parseDocuments } from '../../../functions/upgrade/kubernetes-plan.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { componentImage, K8S_COMPONENTS, setComponentImage } from '../../../lib/talos/k8s-images.ts';
@@ -20,9 +21,8 @@ export function runningConfigText(yamlSpec: string): string | undefined {
 }
 
 function documentsOf(text: string): ConfigDocument[] {
-  const docs = parseAllDocuments(text);
-  if (!Array.isArray(docs) || docs.some((d) => d.errors.length > 0)) throw new Error('not a YAML machine config');
-  const out = docs.map((d) => d.toJS({ maxAliasCount: 0 }) as unknown).filter((d): d is ConfigDocument => d !== null && typeof d === 'object' && !Array.isArray(d));
+  // An empty document (a trailing `---`) is no document to Talos either.
+  const out = parseDocuments(text).filter((d: unknown) => d !== null && typeof d === 'object' && !Array.isArray(d));
   // The images the upgrade itself moves, step by step and across a resumed run, are not a pending change.
   for (const c of K8S_COMPONENTS) if (componentImage(out, c) !== undefined) setComponentImage(out, c, '(upgraded)');
   // Nor is the installer image: a Talos upgrade moves the render's tag but pushes no config (nor
