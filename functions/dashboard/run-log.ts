@@ -21,7 +21,7 @@ export async function readRunLog(client: ApiClient, first: Json): Promise<RunLog
   const head: Json[] = first.events;
   if (!TERMINAL.has(first.run.state)) return { head, tail: [], total: null };
   const total = Number(first.last);
-  if (!first.more || !head.length) return { head, tail: [], total: head.length };
+  if (!first.more) return { head, tail: [], total };
   const headLast = Number(head.at(-1).seq);
   const res = await client.get(`/v1/runs/${encodeURIComponent(first.run.id)}/events?after=${Math.max(headLast, total - EVENTS_PAGE_MAX)}&limit=${EVENTS_PAGE_MAX}`);
   // A run deleted meanwhile, or any refusal: the first page still reads as it did before paging.

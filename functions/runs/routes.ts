@@ -116,7 +116,7 @@ export function runRoutes() {
       let reads = 0;
       // Each database read is counted against settings.streamReads; once they are spent the stream
       // ends without `end`, and the client picks it up after `last` on a fresh request.
-      const spent = () => settings.streamReads !== undefined && reads >= settings.streamReads;
+      const readsLeft = () => (settings.streamReads ?? Infinity) - reads;
       const read = <T>(fn: () => Promise<T>): Promise<T> => {
         reads++;
         return fn();
@@ -126,7 +126,7 @@ export function runRoutes() {
       // catches up at once, not a batch per poll.
       const flush = async (): Promise<boolean> => {
         for (;;) {
-          if (spent()) return false;
+          if (readsLeft() <= 0) return false;
           const batch = await read(() => jobs.events(run.id, last, EVENTS_PAGE_MAX));
           for (const e of batch) {
             await stream.writeSSE({ id: String(e.seq), event: 'run-event', data: JSON.stringify(e) });
@@ -142,7 +142,7 @@ export function runRoutes() {
         while (!closed) {
           await flush();
           // Two reads left at least: the state, and the flush of what came before a terminal one.
-          if (settings.streamReads !== undefined && reads + 2 > settings.streamReads) {
+          if (readsLeft() < 2) {
             await reconnect();
             break;
           }
