@@ -205,6 +205,56 @@ describe('drained Talos upgrades', () => {
     expect(c.sim('w1').calls.map((x) => x.method)).not.toContain('Reboot');
   });
 
+  it('a node someone else cordoned is drained as it is and stays cordoned; its gates do not hold the cordon against it', async () => {
+    const { h, c } = await setup(fleet(1, 2));
+    workloads(c, 'w1');
+    c.kube.setNode('w1', { unschedulable: true });
+    // Without force the pre-check refuses, naming the cordon.
+    const refused = await run(h, c);
+    expect(refused.run.state).toBe('failed');
+    expect(refused.run.error).toMatch(/refusing to upgrade: cluster not healthy before .*w1: Kubernetes node cordoned \(unschedulable\)/);
+    expect(c.kube.writes).toEqual([]);
+
+    const { run: r, events } = await run(h, c, { force: true });
+    expect(r.error).toBeNull();
+    expect(r.state).toBe('succeeded');
+    // No cordon PATCH (the node was cordoned) and no uncordon: only the evictions touched w1.
+    const w1Writes = c.kube.writes.filter((w) => w.path.includes('w1'));
+    expect(w1Writes.map((w) => w.method)).toEqual(['POST', 'POST']);
+    expect(c.kube.pods('w1').map((p) => p.name).sort()).toEqual(['proxy-w1', 'static-w1']);
+    expect(c.kube.nodeAnnotations('w1')).toEqual({});
+    expect(c.kube.nodeUnschedulable('w1')).toBe(true);
+    expect(c.kube.nodeUnschedulable('w2')).toBe(false);
+    expect(events.some((e) => e.data?.node === 'w1' && e.type === 'upgrade.drain' && e.level === 'warn' && /already cordoned, not by an upgrade.*stays cordoned after/.test(e.message))).toBe(true);
+    expect(events.some((e) => e.data?.node === 'w1' && e.type === 'upgrade.uncordon')).toBe(false);
+    // The other worker is cordoned and uncordoned by the upgrade as usual.
+    expect(c.kube.writes.filter((w) => w.path === '/api/v1/nodes/w2').map((w) => (w.body as Json).spec.unschedulable)).toEqual([true, null]);
+    expect((await h.call('GET', `/v1/clusters/${c.clusterId}`)).body.talosVersion).toBe(TO);
+  });
+
+  it('a node already on the target that someone else cordoned is left cordoned, and the final check does not hold it against the cluster', async () => {
+    const { h, c } = await setup([...fleet(1, 1), { name: 'w2', role: 'worker', version: TO }]);
+    c.kube.setNode('w2', { unschedulable: true });
+    const { run: r, events } = await run(h, c, { force: true });
+    expect(r.error).toBeNull();
+    expect(r.state).toBe('succeeded');
+    expect(r.result.skipped).toEqual(['w2']);
+    expect(c.kube.writes.filter((w) => w.path === '/api/v1/nodes/w2')).toEqual([]);
+    expect(c.kube.nodeUnschedulable('w2')).toBe(true);
+    expect(events.some((e) => e.type === 'upgrade.check')).toBe(true);
+  });
+
+  it('an install that fails on a node someone else cordoned leaves it cordoned', async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    workloads(c, 'w1');
+    c.kube.setNode('w1', { unschedulable: true });
+    c.sim('w1').failInstall('installer: no space left on device');
+    const { run: r } = await run(h, c, { force: true });
+    expect(r.state).toBe('failed');
+    expect(c.kube.writes.filter((w) => w.path === '/api/v1/nodes/w1')).toEqual([]);
+    expect(c.kube.nodeUnschedulable('w1')).toBe(true);
+  });
+
   it('drain: false leaves Kubernetes alone', async () => {
     const { h, c } = await setup(fleet(1, 1));
     workloads(c, 'w1');

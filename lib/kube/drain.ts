@@ -169,6 +169,8 @@ export interface DrainOptions {
   signal?: AbortSignal;
   /** Set on the node with the cordon (see setUnschedulable). */
   annotations?: Record<string, string>;
+  /** false: the node is cordoned already and its cordon is left as it is (no PATCH). */
+  cordon?: boolean;
   onEvent?: (e: { type: 'skip' | 'evict' | 'blocked' | 'gone'; pod: PodRef; message?: string }) => void | Promise<void>;
 }
 
@@ -181,7 +183,7 @@ const refName = (p: PodRef): string => `${p.namespace}/${p.name}`;
  */
 export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions): Promise<{ evicted: PodRef[]; skipped: NodePods['skipped'] }> {
   const deadline = performance.now() + opts.timeoutMs;
-  await setUnschedulable(w, node, true, opts.signal, opts.annotations);
+  if (opts.cordon !== false) await setUnschedulable(w, node, true, opts.signal, opts.annotations);
   const pods = await podsOnNode(w, node, opts.signal);
   for (const s of pods.skipped) await opts.onEvent?.({ type: 'skip', pod: s, message: s.why });
   const waitOrTimeout = async (ms = opts.retryMs, signal = opts.signal): Promise<boolean> => {

@@ -160,12 +160,15 @@ function readinessText(node: KubeNode, now: number): string | null {
   return node.ready === 'False' ? `NotReady${since(node.readySince, now)}` : `Ready status Unknown${since(node.readySince, now)}`;
 }
 
+/** A cordoned node's reason; an upgrade excuses it for a node someone else cordoned (see upgrade/drain.ts). */
+export const CORDONED_REASON = 'Kubernetes node cordoned (unschedulable)';
+
 function kubeNodeReasons(node: KubeNode | undefined, kube: KubeSnapshot, expectedK8s: string | undefined, now: number): string[] {
   if (!node) return ['not registered as a Kubernetes node'];
   const reasons: string[] = [];
   const r = readinessText(node, now);
   if (r) reasons.push(`Kubernetes node ${r}`);
-  if (node.unschedulable) reasons.push('Kubernetes node cordoned (unschedulable)');
+  if (node.unschedulable) reasons.push(CORDONED_REASON);
   for (const p of node.pressure) reasons.push(`Kubernetes node has ${p}`);
   const kv = kubeletReason(node, kube, expectedK8s);
   if (kv) reasons.push(kv);

@@ -42,18 +42,28 @@ async function withWriter<T>(ctx: NodeContext, fn: (w: KubeWriter) => Promise<T>
 /**
  * Cordons the node and evicts its pods. A drain that runs out of time stops the run before the
  * reboot and leaves the node cordoned (its pods may be half moved; the operator decides). A cancel
- * lets the drain finish like the rest of the node in flight.
+ * lets the drain finish like the rest of the node in flight. `keepCordon`: the node was cordoned
+ * by someone else before the upgrade (see cordonOf); it is drained as it is, and its cordon is
+ * neither marked as the upgrade's nor lifted after.
  */
-export async function drainFor(ctx: NodeContext, m: GateMachine, event: Event, fail: (t: string) => RunError, stop?: AbortSignal): Promise<void> {
+export async function drainFor(
+  ctx: NodeContext,
+  m: GateMachine,
+  event: Event,
+  fail: (t: string) => RunError,
+  opts: { stop?: AbortSignal; keepCordon?: boolean } = {},
+): Promise<void> {
   const timeoutMs = ctx.params.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
-  await event('upgrade.drain', 'drain', `cordoning and draining (timeout ${Math.round(timeoutMs / 1000)}s)`, { timeoutMs });
+  const timeout = `timeout ${Math.round(timeoutMs / 1000)}s`;
+  if (opts.keepCordon) await event('upgrade.drain', 'drain', `already cordoned, not by an upgrade: draining (${timeout}); it stays cordoned after`, { timeoutMs, keepCordon: true }, 'warn');
+  else await event('upgrade.drain', 'drain', `cordoning and draining (${timeout})`, { timeoutMs });
   try {
     const r = await withWriter(ctx, (w) =>
       drainNode(w, m.name, {
         timeoutMs,
         retryMs: ctx.timings.pollMs,
-        signal: stop ? AbortSignal.any([ctx.hard, stop]) : ctx.hard,
-        annotations: { [CORDON_ANNOTATION]: 'true' },
+        signal: opts.stop ? AbortSignal.any([ctx.hard, opts.stop]) : ctx.hard,
+        ...(opts.keepCordon ? { cordon: false } : { annotations: { [CORDON_ANNOTATION]: 'true' } }),
         onEvent: async (e) => {
           const pod = `${e.pod.namespace}/${e.pod.name}`;
           if (e.type === 'skip') await event('upgrade.drain', 'drain', `leaving ${pod} (${e.message})`, { pod, action: 'skip' });
@@ -82,13 +92,18 @@ export async function uncordon(ctx: NodeContext, m: GateMachine, event: Event, f
   await event('upgrade.uncordon', 'uncordon', 'uncordoned');
 }
 
-/** Whether the node carries the upgrade's cordon mark (a node Kubernetes does not know has none). */
-export async function cordonedForUpgrade(ctx: NodeContext, m: GateMachine, fail: (t: string) => RunError): Promise<boolean> {
+/**
+ * Whose cordon the node carries: none, the upgrade's (its mark is on the node: an earlier run's
+ * uncordon may still be owed), or someone else's (unschedulable without the mark: cordoned on
+ * purpose, which an upgrade leaves as it found it). A node Kubernetes does not know has none.
+ */
+export async function cordonOf(ctx: NodeContext, m: GateMachine, fail: (t: string) => RunError): Promise<'none' | 'upgrade' | 'others'> {
   try {
     const node = (await withWriter(ctx, (w) => getIfExists(w, `/api/v1/nodes/${encodeURIComponent(m.name)}`, ctx.hard))) as
-      | { metadata?: { annotations?: Record<string, string> } }
+      | { metadata?: { annotations?: Record<string, string> }; spec?: { unschedulable?: boolean } }
       | undefined;
-    return node?.metadata?.annotations?.[CORDON_ANNOTATION] !== undefined;
+    if (node?.metadata?.annotations?.[CORDON_ANNOTATION] !== undefined) return 'upgrade';
+    return node?.spec?.unschedulable === true ? 'others' : 'none';
   } catch (err) {
     ctx.hard.throwIfAborted();
     throw fail(`cannot read its Kubernetes node: ${errorMessage(err)}`);

@@ -125,6 +125,7 @@ export const upgradeExecutor: JobExecutor<Deps, UpgradeParams> = async ({ run, d
       timings,
       hard,
       controlPlanes: all.filter((m) => m.role === 'controlplane'),
+      keptCordons: new Set(),
       emit,
       now: () => deps.clock.now(),
       recordVersion: async (id, version) => {

@@ -11,7 +11,8 @@ import { apiFor, sameVersion, upgradeImageOf, type UpgradeApi } from '../../../f
 import type { UpgradeParams } from '../../../functions/upgrade/job.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
-import { cordonedForUpgrade, drainFor, forfeitLeadership, uncordon } from './drain.ts';
+import { cordonOf, drainFor, forfeitLeadership, uncordon } from './drain.ts';
+import { CORDONED_REASON } from '../collect/assess.ts';
 import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
 export interface NodeContext {
@@ -26,6 +27,12 @@ export interface NodeContext {
   leader?: string;
   /** Every control plane of the cluster: a control plane's gate needs their etcd view. */
   controlPlanes: GateMachine[];
+  /**
+   * Machine names found cordoned by someone else: the upgrade leaves them cordoned. Without
+   * `force` that cordon holds the run back like any health problem; with it, the gates do not
+   * count it (the run was told to go on, and lifting the cordon is not the upgrade's call).
+   */
+  keptCordons: Set<string>;
   emit(event: RunEventInput): Promise<void>;
   /** Wall clock for health durations ("NotReady for 5m"). */
   now(): number;
@@ -83,7 +90,8 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
   ctx.channels?.forget(m.address);
 
   let api = apiFor(before.tag);
-  let drained = false;
+  // Set once the drain is done, unless the node was cordoned before: then the cordon is not ours to lift.
+  let uncordonAfter = false;
   const beforeReboot = async (client: TalosApiClient): Promise<void> => {
     if (ctx.leader === m.name) await forfeitLeadership(ctx, m, client, event);
   };
@@ -101,10 +109,12 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
           // An install that fails ends the drain where it is: the node is not rebooting after all.
           const stopDrain = new AbortController();
           let drainFailed = false;
+          const keepCordon = params.drain !== false && (await cordonOf(ctx, m, fail)) === 'others';
+          if (keepCordon) ctx.keptCordons.add(m.name);
           const draining =
             params.drain !== false
-              ? drainFor(ctx, m, event, fail, stopDrain.signal).then(
-                  () => void (drained = true),
+              ? drainFor(ctx, m, event, fail, { stop: stopDrain.signal, keepCordon }).then(
+                  () => void (uncordonAfter = !keepCordon),
                   (err: unknown) => {
                     drainFailed = !stopDrain.signal.aborted;
                     throw err;
@@ -130,7 +140,7 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
             // drain itself failed, which leaves it cordoned on purpose (its reason is in the run).
             stopDrain.abort();
             await draining?.catch(() => {});
-            if (draining && !drainFailed) await uncordon(ctx, m, event, fail).catch(() => {});
+            if (draining && !drainFailed && !keepCordon) await uncordon(ctx, m, event, fail).catch(() => {});
             throw err;
           }
           await draining;
@@ -172,7 +182,7 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
   await ctx.recordVersion(m.id, back.tag);
   await event('upgrade.wait', 'wait', `back on ${back.tag}`, { version: back.tag });
   // Back on the new version: let pods return before the gate, which counts a cordoned node as unhealthy.
-  if (drained) await uncordon(ctx, m, event, fail);
+  if (uncordonAfter) await uncordon(ctx, m, event, fail);
 
   await event('upgrade.gate', 'gate', 'checking health');
   await passGate(ctx, m, fail);
@@ -188,7 +198,9 @@ export async function upgradeNode(ctx: NodeContext, m: GateMachine, before: Node
  */
 export async function settleSkipped(ctx: NodeContext, m: GateMachine): Promise<void> {
   const { event, fail } = reporting(ctx, m);
-  if (await cordonedForUpgrade(ctx, m, fail)) await uncordon(ctx, m, event, fail);
+  const cordon = await cordonOf(ctx, m, fail);
+  if (cordon === 'upgrade') await uncordon(ctx, m, event, fail);
+  else if (cordon === 'others') ctx.keptCordons.add(m.name);
   await event('upgrade.gate', 'gate', 'checking health');
   await passGate(ctx, m, fail);
   await event('upgrade.gate', 'gate', 'healthy');
@@ -253,7 +265,8 @@ const seconds = (ms: number): number => Math.round(ms / 1000);
 
 async function passGate(ctx: NodeContext, m: GateMachine, fail: (t: string) => RunError): Promise<void> {
   const targets = m.role === 'controlplane' ? ctx.controlPlanes : [m];
-  await untilHealthy(ctx, targets, (r) => nodeGateProblems(r, m), (p) => fail(`failed the health gate within ${seconds(ctx.timings.gateTimeoutMs)}s: ${p.join('; ')}`));
+  const excused = ctx.params.force && ctx.keptCordons.has(m.name) ? new Set([CORDONED_REASON]) : new Set<string>();
+  await untilHealthy(ctx, targets, (r) => nodeGateProblems(r, m).filter((p) => !excused.has(p)), (p) => fail(`failed the health gate within ${seconds(ctx.timings.gateTimeoutMs)}s: ${p.join('; ')}`));
 }
 
 /**
@@ -262,7 +275,8 @@ async function passGate(ctx: NodeContext, m: GateMachine, fail: (t: string) => R
  */
 export async function passFinalCheck(ctx: NodeContext, all: GateMachine[]): Promise<void> {
   const target = ctx.params.talosVersion;
-  await untilHealthy(ctx, all, clusterProblems, (p) =>
+  const excused = new Set(ctx.params.force ? [...ctx.keptCordons].map((name) => `${name}: ${CORDONED_REASON}`) : []);
+  await untilHealthy(ctx, all, (r) => clusterProblems(r).filter((p) => !excused.has(p)), (p) =>
     new RunError(`every node runs ${target}, but the cluster failed its final health check within ${seconds(ctx.timings.gateTimeoutMs)}s: ${p.join('; ')}; the cluster's version stays as it was until a new run passes this check`, { problems: p }),
   );
 }

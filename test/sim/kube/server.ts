@@ -104,6 +104,8 @@ export interface KubeSim {
   setNode(name: string, spec: SimNodeSpec): void;
   /** The node's metadata.annotations as stored now (undefined: no such node). */
   nodeAnnotations(name: string): Record<string, string> | undefined;
+  /** Whether the node is cordoned (spec.unschedulable) now (undefined: no such node). */
+  nodeUnschedulable(name: string): boolean | undefined;
   removeNode(name: string): void;
   setReadyz(ok: boolean, failing?: string[]): void;
   /** What `/version` reports from now on (`v1.37.0`), as after the API servers were upgraded. */
@@ -583,6 +585,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
       const a = nodes.get(name)?.annotations;
       return a ? { ...a } : undefined;
     },
+    nodeUnschedulable: (name) => nodes.get(name)?.unschedulable,
     removeNode: (name) => void nodes.delete(name),
     setVersion: (v) => {
       gitVersion = v;
