@@ -124,8 +124,8 @@ describe('webhook intake: one run per delivery, whatever fails', () => {
       headers: { 'x-rezus-delivery': deliveryId, 'x-rezus-timestamp': at, 'x-rezus-signature': signDelivery(hookSecret, at, deliveryId, new TextEncoder().encode(raw)) },
     });
   };
-  const github = (raw: string, event: string, query = '') =>
-    h.call('POST', `/v1/hooks/${ids.tenantId}/clusters/c1/provision${query}`, {
+  const github = (raw: string, event: string, query = '', cluster = 'c1') =>
+    h.call('POST', `/v1/hooks/${ids.tenantId}/clusters/${cluster}/provision${query}`, {
       body: raw,
       token: null,
       headers: {
@@ -194,6 +194,43 @@ describe('webhook intake: one run per delivery, whatever fails', () => {
     expect(await findDelivery(h.deps, ids.tenantId, 'd-busy')).toBeNull();
     await h.deps.jobs.requestCancel(busy.body.run.id);
     expect((await deliver('d-busy')).status).toBe(202);
+  });
+
+  it('a GitHub push refused while a run is active starts its run when redelivered as sent, never sent with another mode or cluster', async () => {
+    const busy = await h.call('POST', `/v1/clusters/${ids.clusterId}/provision`, { body: { mode: 'plan' } });
+    const push = JSON.stringify({ ref: 'refs/heads/main', after: 'cafe', before: 'beef' });
+    const refused = await github(push, 'push', '?mode=plan');
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('run_active');
+    // Still busy: the redelivery as sent is refused for the same reason, and stays redeliverable.
+    expect((await github(push, 'push', '?mode=plan')).body.error.code).toBe('run_active');
+    await h.deps.jobs.requestCancel(busy.body.run.id);
+
+    // Its bytes with another ?mode=, or to the same cluster under another name, are not this delivery.
+    for (const [query, cluster] of [['?mode=apply', 'c1'], ['', 'c1'], ['?mode=plan', ids.clusterId]] as const) {
+      const replay = await github(push, 'push', query, cluster);
+      expect(replay.status, `${cluster}${query}`).toBe(409);
+      expect(replay.body.error.code).toBe('delivery_reused');
+    }
+    expect(await runIds()).toEqual([busy.body.run.id]);
+
+    const redelivered = await github(push, 'push', '?mode=plan');
+    expect(redelivered.status, JSON.stringify(redelivered.body)).toBe(202);
+    expect(redelivered.body.run.params).toMatchObject({ mode: 'plan' });
+    expect(await findDelivery(h.deps, ids.tenantId, `github:${createHmac('sha256', hookSecret).update(push).digest('hex')}`)).toMatchObject({ runId: redelivered.body.run.id, refusedFor: null });
+    expect((await github(push, 'push', '?mode=plan')).body).toMatchObject({ duplicate: true, run: { id: redelivered.body.run.id } });
+    expect((await github(push, 'push', '?mode=apply')).body).toMatchObject({ duplicate: true, run: { id: redelivered.body.run.id } });
+    expect((await runIds()).sort()).toEqual([busy.body.run.id, redelivered.body.run.id].sort());
+  });
+
+  it('a GitHub push refused for its URL (no such cluster, a bad ?mode=) is not taken for another URL later', async () => {
+    const push = JSON.stringify({ ref: 'refs/heads/main', after: 'd00d', before: 'cafe' });
+    expect((await github(push, 'push', '?mode=apply', 'nosuch')).status).toBe(404);
+    expect((await github(push, 'push', '?mode=apply')).body.error.code).toBe('delivery_reused');
+    const other = JSON.stringify({ ref: 'refs/heads/main', after: 'd11d', before: 'cafe' });
+    expect((await github(other, 'push', '?mode=destroy')).status).toBe(400);
+    expect((await github(other, 'push', '?mode=apply')).body.error.code).toBe('delivery_reused');
+    expect(await runIds()).toEqual([]);
   });
 
   it("records a GitHub ping, so its bytes resent as a push with ?mode=apply start nothing", async () => {

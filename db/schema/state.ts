@@ -100,6 +100,12 @@ export const webhookDeliveries = sqliteTable(
       .references(() => tenants.id, { onDelete: 'cascade' }),
     deliveryId: text('delivery_id').notNull(),
     runId: text('run_id'),
+    /**
+     * A GitHub delivery refused (a run was active, say) is kept with the cluster and mode its URL
+     * named: GitHub signs only the body, so its redelivery may start the run later, but its bytes
+     * sent to another cluster or with another `?mode=` may not. Null for every other row.
+     */
+    refusedFor: text('refused_for'),
     receivedAt: integer('received_at').notNull(),
   },
   (t) => [uniqueIndex('webhook_deliveries_tenant_delivery').on(t.tenantId, t.deliveryId), index('webhook_deliveries_received').on(t.receivedAt)],

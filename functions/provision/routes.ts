@@ -21,10 +21,11 @@ import { dnsLabel, idParam } from '../inventory/schemas.ts';
 import { publicRun } from '../runs/routes.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { currentVersion } from '../state/store.ts';
-import { findDelivery, insertDelivery, MAX_DELIVERY_ID_CHARS, recordDelivery, type Delivery } from '../webhooks/deliveries.ts';
+import { findDelivery, insertDelivery, MAX_DELIVERY_ID_CHARS, recordDelivery, releaseRefusal, type Delivery } from '../webhooks/deliveries.ts';
 import { loadWebhookSecret } from '../webhooks/secret.ts';
 import { PROVISION_KIND, provisionJob, type ProvisionParams } from './job.ts';
-import type { Alongside } from '../../lib/jobs/queue.ts';
+import { ActiveRunConflict, type Alongside } from '../../lib/jobs/queue.ts';
+import { DomainError } from '../../lib/errors.ts';
 
 export const provisionBody = z.strictObject({
   mode: z.enum(['plan', 'apply']),
@@ -93,7 +94,14 @@ const hookOptions = z.strictObject({
 });
 const githubQuery = z.object({ mode: z.enum(['plan', 'apply']).default('apply') });
 
-type HookRequest = { deliveryKey: string; cluster: string; mode: 'plan' | 'apply'; destroy: boolean };
+type HookRequest = {
+  deliveryKey: string;
+  cluster: string;
+  mode: 'plan' | 'apply';
+  destroy: boolean;
+  /** GitHub only: what its URL asked for, which the signature does not cover (see githubRequest). */
+  refusedFor?: string;
+};
 
 function parseJsonBody(raw: Uint8Array): unknown {
   const text = new TextDecoder().decode(raw);
@@ -169,6 +177,7 @@ async function startHookRun(c: Context<AppEnv>, tenantId: string, req: HookReque
   let runId: string | undefined;
   try {
     const run = await enqueueProvision(deps, { id: cluster.id, tenantId }, { mode: req.mode, destroy: req.destroy }, `webhook:${deliveryId}`, (id) => [
+      ...(req.refusedFor ? [releaseRefusal(deps, { tenantId, deliveryId, refusedFor: req.refusedFor })] : []),
       insertDelivery(deps, { tenantId, deliveryId, runId: (runId = id) }),
     ]);
     return accepted(c, run);
@@ -176,9 +185,37 @@ async function startHookRun(c: Context<AppEnv>, tenantId: string, req: HookReque
     // A copy of a recorded delivery failed the batch, or the batch committed and only its answer was lost.
     const recorded = await findDelivery(deps, tenantId, deliveryId);
     if (!recorded) throw err;
+    if (recorded.runId === null && recorded.refusedFor !== null) {
+      // Refused before. Asked again for the same, this refusal (err) says why; for anything else,
+      // these are a refused delivery's bytes sent where GitHub never sent them.
+      if (recorded.refusedFor === req.refusedFor) throw err;
+      throw reusedDelivery();
+    }
     const ours = recorded.runId === runId ? await deps.jobs.get(runId!) : undefined;
     return ours ? accepted(c, ours) : answerDuplicate(c, recorded);
   }
+}
+
+const reusedDelivery = (): ApiError =>
+  new ApiError(409, 'delivery_reused', 'this GitHub delivery was refused for another cluster or mode; its signature covers only the body, so it starts nothing here');
+
+/**
+ * What a GitHub delivery's URL asks for: its cluster and `?mode=`, as sent (valid or not). Neither
+ * is signed, so a delivery refused once (its run could not start then) is kept against this, and
+ * only the same request may start its run later.
+ */
+const githubRequest = (c: Context<AppEnv>): string => JSON.stringify([c.req.param('cluster') ?? '', c.req.query('mode') ?? null]);
+
+/** What the delivery asks for was refused (a 4xx), as opposed to a failure to act on it (a 5xx, after which it is still unseen). */
+const refusal = (err: unknown): boolean =>
+  err instanceof ActiveRunConflict || (err instanceof ApiError && err.status < 500) || (err instanceof DomainError && err.kind !== 'unavailable');
+
+/**
+ * Keeps a GitHub delivery that was refused, with the request it was refused for; the first kept
+ * stays. Best effort: nothing recorded leaves the delivery as unseen, as before.
+ */
+async function keepRefusal(c: Context<AppEnv>, tenantId: string, deliveryKey: string, refusedFor: string): Promise<void> {
+  await recordDelivery(c.var.deps, { tenantId, deliveryId: deliveryKey, refusedFor }).catch(() => undefined);
 }
 
 /** `200 {duplicate: true, run}`: a delivery seen before, with the run it started (null if none). */
@@ -242,7 +279,7 @@ export function provisionHookRoutes() {
 
   app.post('/:tenant/clusters/:cluster/provision', async (c: Context<AppEnv>) => {
     const tenantId = c.req.param('tenant') ?? '';
-    const cluster = parseWith(z.union([idParam, dnsLabel]), c.req.param('cluster'));
+    const clusterParam = z.union([idParam, dnsLabel]);
     const raw = new Uint8Array(await c.req.arrayBuffer());
     const secret = await loadHookSecret(c, tenantId);
     const auth = authenticate(c, secret, raw);
@@ -250,9 +287,17 @@ export function provisionHookRoutes() {
       const event = c.req.header('x-github-event');
       const ignored = githubIgnoreReason(event, raw);
       if (ignored) return ignoreDelivery(c, tenantId, auth.deliveryKey, event, ignored);
-      const q = parseWith(githubQuery, c.req.query());
-      return startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster, mode: q.mode, destroy: false });
+      const refusedFor = githubRequest(c);
+      try {
+        const cluster = parseWith(clusterParam, c.req.param('cluster'));
+        const q = parseWith(githubQuery, c.req.query());
+        return await startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster, mode: q.mode, destroy: false, refusedFor });
+      } catch (err) {
+        if (refusal(err)) await keepRefusal(c, tenantId, auth.deliveryKey, refusedFor);
+        throw err;
+      }
     }
+    const cluster = parseWith(clusterParam, c.req.param('cluster'));
     const body = parseWith(hookOptions, parseJsonBody(raw) ?? {});
     return startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster, mode: body.mode, destroy: body.destroy ?? false });
   });
