@@ -5,7 +5,8 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeRejection } from './support/kube-errors.ts';
 import { collectKubernetes } from '../lib/kube/collect.ts';
-import { openKubeWriter, setUnschedulable } from '../lib/kube/drain.ts';
+import { evictPod, openKubeWriter, setUnschedulable } from '../lib/kube/drain.ts';
+import { parseRetryAfter } from '../lib/kube/http.ts';
 import { readKubeconfig } from '../lib/kube/kubeconfig.ts';
 import { encodePem } from '../lib/talos/pem.ts';
 import { kubeNode } from '../runner/jobs/upgrade-kubernetes/kube.ts';
@@ -86,6 +87,18 @@ describe('readKubeconfig', () => {
   });
 });
 
+describe('Retry-After', () => {
+  it('reads delay-seconds and HTTP dates as ms from now, and nothing else', () => {
+    const now = Date.parse('Sun, 06 Dec 2026 00:30:00 GMT');
+    expect(parseRetryAfter('10', now)).toBe(10_000);
+    expect(parseRetryAfter(' 0 ', now)).toBe(0);
+    expect(parseRetryAfter('Sun, 06 Dec 2026 00:30:07 GMT', now)).toBe(7_000);
+    // A date already past means now, not a negative wait.
+    expect(parseRetryAfter('Sun, 06 Dec 2026 00:29:00 GMT', now)).toBe(0);
+    for (const bad of [undefined, '', '-5', '1.5', 'soon', '99999999999']) expect(parseRetryAfter(bad, now), String(bad)).toBeUndefined();
+  });
+});
+
 describe('the client against the simulated API server', () => {
   let ca: TestCa;
   let admin: TestCert;
@@ -128,6 +141,22 @@ describe('the client against the simulated API server', () => {
       const err = await kubeRejection(setUnschedulable(w, 'gone', true));
       expect(err.status).toBe(404);
       expect(err.message).toContain('/api/v1/nodes/gone');
+    } finally {
+      w.close();
+    }
+  });
+
+  it("carries an answer's Retry-After to the caller: an eviction refused while its budget is being processed", async () => {
+    sim.setPod({ namespace: 'apps', name: 'web-n1', nodeName: 'n1', labels: { app: 'web' }, ownerKind: 'ReplicaSet' });
+    sim.setPdb({ namespace: 'apps', name: 'web-pdb', matchLabels: { app: 'web' }, disruptionsAllowed: 1, processing: true });
+    const w = await openKubeWriter(kubeconfigFor(sim, admin), 5_000);
+    try {
+      expect(await evictPod(w, { namespace: 'apps', name: 'web-n1' })).toMatchObject({ outcome: 'blocked', retryAfterMs: 10_000 });
+      // A budget that simply allows no disruption sends none (upstream's checkAndDecrement).
+      sim.setPdb({ namespace: 'apps', name: 'web-pdb', matchLabels: { app: 'web' }, disruptionsAllowed: 0 });
+      const refused = await evictPod(w, { namespace: 'apps', name: 'web-n1' });
+      expect(refused.outcome).toBe('blocked');
+      expect(refused.retryAfterMs).toBeUndefined();
     } finally {
       w.close();
     }

@@ -468,7 +468,7 @@ describe('bootstrap-manifest sync, reading the manifests', () => {
 });
 
 /** A request the test answers in the sim's place (an answer, or an error thrown as the writer would), or undefined to let the sim answer. */
-type Stand = (method: string, path: string) => { status: number; body: unknown } | Error | undefined;
+type Stand = (method: string, path: string) => { status: number; body: unknown; retryAfterMs?: number } | Error | undefined;
 
 /** A writer that lets `stand` answer in front of `inner`, recording what each request met. */
 function inFront(inner: KubeWriter, stand: Stand, met: string[]): KubeWriter {
@@ -552,6 +552,47 @@ describe('bootstrap-manifest sync, waiting through a restarting apiserver', () =
       expect(webMet.at(-1)).toBe(`GET ${WEB}: 200`);
       expect((sim.object('apps/v1', 'Deployment', 'kube-system', 'web') as Json).status.availableReplicas).toBe(1);
       expect((sim.object('apps/v1', 'DaemonSet', 'kube-system', 'agent') as Json).spec.selector.matchLabels).toEqual({ app: 'agent', tier: 'node' });
+      writer.close();
+    } finally {
+      await sim.stop();
+    }
+  });
+
+  it("a wait reads again no sooner than a failed read's Retry-After asks, and not past its end", async () => {
+    const sim = await startKubeSim();
+    try {
+      const writer = await openKubeWriter(kubeconfigFor(sim, await issueClientCert(sim.ca)), 1_000);
+      let webPatched = false;
+      const readAt: number[] = [];
+      const stand: Stand = (method, path) => {
+        if (path !== WEB) return undefined;
+        if (method === 'PATCH') webPatched = true;
+        if (method !== 'GET' || !webPatched) return undefined;
+        readAt.push(Date.now());
+        // Throttled twice (API Priority and Fairness answers 429 with a Retry-After), then served.
+        return readAt.length <= 2 ? { status: 429, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'TooManyRequests', code: 429, message: 'Too many requests, please try again later.' }, retryAfterMs: 300 } : undefined;
+      };
+      const result = await directSync(sim, inFront(writer, stand, []), [workload('Deployment', 'web', { app: 'web' })], { waitMs: 5_000 });
+      expect(result.changes).toEqual([{ object: 'Deployment.apps kube-system/web', action: 'created', manifest: '99-app' }]);
+      expect(readAt.length).toBeGreaterThanOrEqual(3);
+      // The poll is 20 ms; each read after a 429 waited the 300 ms asked for.
+      expect(readAt[1]! - readAt[0]!).toBeGreaterThanOrEqual(290);
+      expect(readAt[2]! - readAt[1]!).toBeGreaterThanOrEqual(290);
+
+      // Asked for longer than the wait has left: it reads once more at its end, then names the failure.
+      webPatched = false;
+      readAt.length = 0;
+      const always: Stand = (method, path) => {
+        if (path !== WEB) return undefined;
+        if (method === 'PATCH') webPatched = true;
+        if (method !== 'GET' || !webPatched) return undefined;
+        readAt.push(Date.now());
+        return { status: 503, body: UNAVAILABLE.body, retryAfterMs: 60_000 };
+      };
+      const t0 = Date.now();
+      await expect(directSync(sim, inFront(writer, always, []), [workload('Deployment', 'web', { app: 'web' }, { replicas: 2 })], { waitMs: 600 })).rejects.toThrow(/^not ready within 1 s: .*HTTP 503/);
+      expect(Date.now() - t0).toBeLessThan(5_000);
+      expect(readAt.length).toBeLessThanOrEqual(3);
       writer.close();
     } finally {
       await sim.stop();

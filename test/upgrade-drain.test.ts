@@ -135,6 +135,20 @@ describe('drained Talos upgrades', () => {
     expect(c.kube.pods('w1').map((p) => p.name)).not.toContain('web-w1');
   });
 
+  it("waits as long as a refused eviction's Retry-After asks, and not past the drain's end", async () => {
+    const { h, c } = await setup(fleet(1, 1));
+    workloads(c, 'w1');
+    c.kube.setPdb({ namespace: 'apps', name: 'web-pdb', matchLabels: { app: 'web' }, disruptionsAllowed: 1, processing: true });
+    const started = Date.now();
+    const { run: r } = await run(h, c, { drainTimeout: '1s' });
+    expect(r.state).toBe('failed');
+    expect(r.error).toMatch(/drain of w1 did not finish within 1s: apps\/web-w1 \(Cannot evict pod/);
+    // One POST: the server asked for 10 s and the drain had 1 s (at the 20 ms poll, about fifty).
+    expect(c.kube.writes.filter((w) => w.path === '/api/v1/namespaces/apps/pods/web-w1/eviction')).toHaveLength(1);
+    // The drain still ended at its own end, not 10 s later.
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
+
   it('waits for the pods of a namespace being deleted instead of failing on the 403 their evictions get', async () => {
     const { h, c } = await setup(fleet(1, 1));
     workloads(c, 'w1');

@@ -34,7 +34,7 @@ export async function applyObject(w: KubeWriter, path: string, obj: KubeObject, 
 export async function createObject(w: KubeWriter, collectionPath: string, obj: KubeObject, opts: { fieldManager: string; signal: AbortSignal }): Promise<boolean> {
   const r = await w.request('POST', `${collectionPath}?${new URLSearchParams({ fieldManager: opts.fieldManager })}`, { body: obj, signal: opts.signal });
   if (r.status === 409) return false;
-  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'POST', collectionPath), r.status, r.body);
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'POST', collectionPath), r.status, r.body, r.retryAfterMs);
   return true;
 }
 
@@ -47,6 +47,6 @@ export async function mergePatchObject(w: KubeWriter, path: string, patch: Recor
 export async function deleteObject(w: KubeWriter, path: string, signal: AbortSignal): Promise<boolean> {
   const r = await w.request('DELETE', `${path}?propagationPolicy=Background`, { signal });
   if (r.status === 404) return false;
-  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'DELETE', path), r.status, r.body);
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'DELETE', path), r.status, r.body, r.retryAfterMs);
   return true;
 }

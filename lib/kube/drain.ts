@@ -10,7 +10,7 @@ import { kubeRequest } from './http.ts';
 
 export interface KubeWriter {
   server: string;
-  request(method: string, path: string, opts?: { body?: unknown; contentType?: string; signal?: AbortSignal }): Promise<{ status: number; body: unknown }>;
+  request(method: string, path: string, opts?: { body?: unknown; contentType?: string; signal?: AbortSignal }): Promise<{ status: number; body: unknown; retryAfterMs?: number }>;
   close(): void;
 }
 
@@ -35,7 +35,7 @@ export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number,
           ...(opts.contentType ? { contentType: opts.contentType } : {}),
           signal,
         });
-        return { status: r.status, body: r.body };
+        return { status: r.status, body: r.body, ...(r.retryAfterMs !== undefined ? { retryAfterMs: r.retryAfterMs } : {}) };
       } catch (e) {
         if (deadline.aborted && !opts.signal?.aborted) throw new KubeApiError('deadline', `${endpoint}: no answer within the ${deadlineMs} ms deadline`);
         throw transportError(endpoint, e);
@@ -53,7 +53,7 @@ export const endpoint = (w: KubeWriter, method: string, path: string): string =>
 /** The answer's body; any status but 2xx is an error naming the endpoint (never the query). */
 export async function expectOk(w: KubeWriter, method: string, path: string, opts: Parameters<KubeWriter['request']>[2]): Promise<unknown> {
   const r = await w.request(method, path, opts);
-  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, method, path), r.status, r.body);
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, method, path), r.status, r.body, r.retryAfterMs);
   return r.body;
 }
 
@@ -61,7 +61,7 @@ export async function expectOk(w: KubeWriter, method: string, path: string, opts
 export async function getIfExists(w: KubeWriter, path: string, signal?: AbortSignal): Promise<unknown> {
   const r = await w.request('GET', path, signal ? { signal } : {});
   if (r.status === 404) return undefined;
-  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'GET', path), r.status, r.body);
+  if (r.status < 200 || r.status > 299) throw httpError(endpoint(w, 'GET', path), r.status, r.body, r.retryAfterMs);
   return r.body;
 }
 
@@ -133,7 +133,7 @@ function namespaceTerminating(status: number, body: unknown): boolean {
  * kubectl drain does, and one not marked yet is looked at again on the next retry, by when the
  * namespace controller has usually deleted it.
  */
-export async function evictPod(w: KubeWriter, pod: EvictablePod, signal?: AbortSignal): Promise<{ outcome: EvictionOutcome; message: string }> {
+export async function evictPod(w: KubeWriter, pod: EvictablePod, signal?: AbortSignal): Promise<{ outcome: EvictionOutcome; message: string; retryAfterMs?: number }> {
   const path = `${podPath(pod)}/eviction`;
   const r = await w.request('POST', path, {
     body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: pod.name, namespace: pod.namespace } },
@@ -141,7 +141,7 @@ export async function evictPod(w: KubeWriter, pod: EvictablePod, signal?: AbortS
   });
   const message = typeof r.body === 'object' && r.body !== null ? String((r.body as { message?: unknown }).message ?? '') : String(r.body).slice(0, 200);
   if (r.status === 404) return { outcome: 'gone', message };
-  if (r.status === 429) return { outcome: 'blocked', message };
+  if (r.status === 429) return { outcome: 'blocked', message, ...(r.retryAfterMs !== undefined ? { retryAfterMs: r.retryAfterMs } : {}) };
   if (namespaceTerminating(r.status, r.body)) {
     if (pod.deleting) return { outcome: 'deleting', message };
     const now = (await getIfExists(w, podPath(pod), signal)) as PodItem | undefined;
@@ -211,7 +211,11 @@ export async function drainNode(w: KubeWriter, node: string, opts: DrainOptions)
       }
       reasons.set(refName(pod), r.message || 'eviction refused (429)');
       await opts.onEvent?.({ type: 'blocked', pod, message: r.message });
-      if (!(await waitOrTimeout(opts.retryMs, signal))) return;
+      const asked = r.retryAfterMs ?? 0;
+      // Not sooner than the server asked. When that is past the drain's end there is no attempt
+      // left to make: the drain ends there, with this pod's refusal as the reason.
+      if (asked > deadline - performance.now()) return void (await waitOrTimeout(asked, signal));
+      if (!(await waitOrTimeout(Math.max(opts.retryMs, asked), signal))) return;
     }
   };
   const evictions = await Promise.allSettled(

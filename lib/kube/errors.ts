@@ -15,6 +15,8 @@ export class KubeApiError extends Error {
     readonly fields: string[] = [],
     /** The server said a field may not change (a 422 whose message or a cause says so). */
     readonly immutable = false,
+    /** How long the server asked to be left alone (its Retry-After), when it did. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }
@@ -91,7 +93,7 @@ function parseStatus(body: unknown): Status | string {
 const IMMUTABLE = /is immutable|immutable field|may not change once set/i;
 
 /** Classifies an HTTP answer with a non-success status for `endpoint`. */
-export function httpError(endpoint: string, status: number, body: unknown): KubeApiError {
+export function httpError(endpoint: string, status: number, body: unknown, retryAfterMs?: number): KubeApiError {
   const st = parseStatus(body);
   const full = typeof st === 'string' ? st : typeof st.message === 'string' ? st.message : '';
   const detail = full.slice(0, 200);
@@ -104,5 +106,5 @@ export function httpError(endpoint: string, status: number, body: unknown): Kube
   }
   if (status === 401) return new KubeApiError('unauthenticated', `${endpoint}: 401 Unauthorized${suffix}`, status);
   if (status === 403) return new KubeApiError('forbidden', `${endpoint}: 403 Forbidden${suffix}`, status);
-  return new KubeApiError('http', `${endpoint}: HTTP ${status}${suffix}`, status);
+  return new KubeApiError('http', `${endpoint}: HTTP ${status}${suffix}`, status, [], false, retryAfterMs);
 }

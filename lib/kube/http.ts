@@ -11,6 +11,23 @@ export interface KubeResponse {
   /** Parsed JSON, or the text when the answer is not JSON (readyz, some proxies' errors). */
   body: unknown;
   text: string;
+  /** The answer's Retry-After as ms from now; absent when there was none, or none readable. */
+  retryAfterMs?: number;
+}
+
+/**
+ * A Retry-After value (RFC 9110: delay-seconds or an HTTP date) as ms from `nowMs`. The apiserver
+ * sends one with API Priority and Fairness' 429s and with an eviction refused while a disruption
+ * budget is still being processed (10 s); a budget that allows no disruption sends none.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
+  const v = value?.trim();
+  if (!v) return undefined;
+  if (/^\d{1,9}$/.test(v)) return Number(v) * 1000;
+  // An HTTP date names its day or month; Date.parse would also take '-5' as a year.
+  if (!/[A-Za-z]{3}/.test(v)) return undefined;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
 export interface KubeRequestOptions {
@@ -85,7 +102,8 @@ export function kubeRequest(
               // Not JSON after all: keep the text for the error message.
             }
           }
-          resolve({ status: res.statusCode ?? 0, body, text });
+          const retryAfterMs = parseRetryAfter(res.headers['retry-after'], Date.now());
+          resolve({ status: res.statusCode ?? 0, body, text, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
         });
       },
     );

@@ -302,7 +302,7 @@ async function applyOne(ctx: ManifestSyncContext, p: Planned, o: ManifestSyncOpt
  * The object at `path` (undefined once the server has none), or the failure of a read the next
  * poll may get past. A wait ends at its deadline, not at the first blip of an apiserver the
  * Kubernetes upgrade this sync ends has just restarted (go-kubernetes' Manager.Wait retries these
- * too). KubeWriter answers no headers, so a Retry-After goes unseen: the wait keeps its pollMs.
+ * too). A failure's Retry-After stretches the pause before the next read (see pollPause).
  */
 async function readPolled(ctx: ManifestSyncContext, path: string): Promise<StoredObject | KubeApiError | undefined> {
   try {
@@ -315,6 +315,15 @@ async function readPolled(ctx: ManifestSyncContext, path: string): Promise<Store
 }
 
 const lastFailure = (err: KubeApiError): string => `last read failed: ${err.message}`;
+
+/**
+ * The pause before a wait's next read: its poll interval, or longer when a failed read's answer
+ * asked for more (Retry-After: a throttling or restarting apiserver), never past the wait's end.
+ */
+function pollPause(pollMs: number, end: number, failures: Array<KubeApiError | StoredObject | undefined>): number {
+  const asked = Math.max(0, ...failures.map((f) => (f instanceof KubeApiError ? (f.retryAfterMs ?? 0) : 0)));
+  return Math.max(0, Math.min(Math.max(pollMs, asked), end - Date.now()));
+}
 
 /** A deletion is waited for at least this long, whatever the rollout wait (0 skips that, not this). */
 const GONE_WAIT_MIN_MS = 60_000;
@@ -336,7 +345,7 @@ async function deleteUntilGone(ctx: ManifestSyncContext, p: Planned, o: Manifest
       const why = live instanceof KubeApiError ? `cannot be seen gone after ${Math.round(waitMs / 1000)} s (${lastFailure(live)})` : `the server still has it after ${Math.round(waitMs / 1000)} s (a finalizer?)`;
       throw new RunError(`${describeRef(p.ref)} was deleted to be created again, but ${why}; the next sync creates it once it is gone`, { object: describeRef(p.ref) });
     }
-    await pause(o.pollMs, ctx.hard);
+    await pause(pollPause(o.pollMs, end, [live]), ctx.hard);
   }
 }
 
@@ -386,8 +395,11 @@ async function prune(ctx: ManifestSyncContext, mapper: RestMapper, inventory: In
 async function waitUntilReady(ctx: ManifestSyncContext, changed: Planned[], o: ManifestSyncOptions): Promise<void> {
   const end = Date.now() + o.waitMs;
   const last = new Map<Planned, ObjectStatus>();
+  // This round's failed reads, for the pause before the next.
+  let failed: KubeApiError[] = [];
   const isReady = async (p: Planned): Promise<boolean> => {
     const live = await readPolled(ctx, pathOf(p));
+    if (live instanceof KubeApiError) failed.push(live);
     const status: ObjectStatus = live instanceof KubeApiError ? { state: 'in-progress', message: lastFailure(live) } : live ? statusOf(live) : { state: 'in-progress', message: 'not found' };
     last.set(p, status);
     if (status.state === 'failed') throw new RunError(`${describeRef(p.ref)} will not become ready: ${status.message}`, { object: describeRef(p.ref) });
@@ -412,7 +424,8 @@ async function waitUntilReady(ctx: ManifestSyncContext, changed: Planned[], o: M
       throw new RunError(`not ready within ${Math.round(o.waitMs / 1000)} s: ${what.join('; ')}`, { objects: what });
     }
     // A cancel ends the wait too: what it waits for is applied already.
-    await pause(o.pollMs, ctx.signal);
+    await pause(pollPause(o.pollMs, end, failed), ctx.signal);
+    failed = [];
     const pending: Planned[] = [];
     for (const p of waiting) {
       if (await isReady(p)) await ready(p);

@@ -77,6 +77,11 @@ export interface SimPdb {
   matchLabels: Record<string, string>;
   /** Evictions the budget allows now; 0 refuses with 429 until raised. */
   disruptionsAllowed: number;
+  /**
+   * The disruption controller has not observed the budget's latest generation yet: every eviction
+   * it covers is refused with 429 and `Retry-After: 10`, as upstream's createTooManyRequestsError.
+   */
+  processing?: boolean;
 }
 
 /** One write the sim received, in arrival order. */
@@ -272,7 +277,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   }
 
   /** The eviction subresource: a PDB with no disruptions left refuses with 429, as the apiserver does. */
-  function evict(ns: string, name: string): { code: number; body: unknown } {
+  function evict(ns: string, name: string): { code: number; body: unknown; retryAfterS?: number } {
     const p = pods.get(podKey(ns, name));
     if (!p) return { code: 404, body: status(404, 'NotFound', `pods "${name}" not found`) };
     // NamespaceLifecycle admission refuses any create in a namespace being deleted, evictions too.
@@ -289,6 +294,17 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     const budgets = [...pdbs.values()].filter((b) => b.namespace === ns && matches(p.labels ?? {}, b.matchLabels));
     if (budgets.length > 1) {
       return { code: 500, body: status(500, 'InternalError', 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.') };
+    }
+    const processing = budgets.find((b) => b.processing);
+    if (processing) {
+      return {
+        code: 429,
+        retryAfterS: 10,
+        body: {
+          ...status(429, 'TooManyRequests', "Cannot evict pod as it would violate the pod's disruption budget."),
+          details: { retryAfterSeconds: 10, causes: [{ reason: 'DisruptionBudget', message: `The disruption budget ${processing.name} is still being processed by the server.` }] },
+        },
+      };
     }
     const blocked = budgets.find((b) => b.disruptionsAllowed <= 0);
     if (blocked) {
@@ -342,7 +358,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     };
   }
 
-  function write(req: IncomingMessage, path: string, body: unknown): { code: number; body: unknown } | undefined {
+  function write(req: IncomingMessage, path: string, body: unknown): { code: number; body: unknown; retryAfterS?: number } | undefined {
     const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(path);
     if (node && req.method === 'PATCH') {
       const name = decodeURIComponent(node[1] ?? '');
@@ -401,7 +417,7 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     return { method: req.method ?? 'GET', path, query: url.searchParams, contentType, userAgent: req.headers['user-agent'] ?? '', body };
   }
 
-  function route(req: IncomingMessage, text: string): { code: number; body: unknown; text?: boolean } {
+  function route(req: IncomingMessage, text: string): { code: number; body: unknown; text?: boolean; retryAfterS?: number } {
     if (!(req.socket as TLSSocket).authorized) return { code: 401, body: status(401, 'Unauthorized', 'Unauthorized') };
     const url = new URL(req.url ?? '/', 'https://sim');
     const path = url.pathname.replace(/\/+$/, '') || '/';
@@ -480,9 +496,10 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     return { code: 404, body: status(404, 'NotFound', 'the server could not find the requested resource') };
   }
 
-  function respond(res: ServerResponse, r: { code: number; body: unknown; text?: boolean }): void {
+  function respond(res: ServerResponse, r: { code: number; body: unknown; text?: boolean; retryAfterS?: number }): void {
     const payload = r.text ? String(r.body) : JSON.stringify(r.body);
-    res.writeHead(r.code, { 'content-type': r.text ? 'text/plain; charset=utf-8' : 'application/json' });
+    // As the apiserver's error writer: a Status with details.retryAfterSeconds > 0 sends the header too.
+    res.writeHead(r.code, { 'content-type': r.text ? 'text/plain; charset=utf-8' : 'application/json', ...(r.retryAfterS ? { 'retry-after': String(r.retryAfterS) } : {}) });
     res.end(payload);
   }
 
