@@ -6,7 +6,10 @@
  * each accepted TLS socket to grpc-js through a connection injector.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createWriteStream, closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as tls from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { stringify as stringifyYaml } from 'yaml';
@@ -236,8 +239,18 @@ export class SimTalosNode {
   bootTime = Math.floor(Date.now() / 1000) - 3600;
   /** Member id this node's etcd names as leader; the first member's when unset. */
   etcdLeader: string | undefined;
-  /** The etcd database EtcdSnapshot streams; its raft index moves with every write the test makes. */
-  etcdData: Buffer = Buffer.from(`sim-etcd-db:${randomBytes(8).toString('hex')}:`.padEnd(4096, '.'));
+  /**
+   * The etcd database EtcdSnapshot streams; its raft index moves with every write the test makes.
+   * After a recovery it is the uploaded file's database part, read from disk when first asked for.
+   */
+  get etcdData(): Buffer {
+    if (!Buffer.isBuffer(this.etcdDb)) this.etcdDb = readFileSync(this.etcdDb.path).subarray(0, this.etcdDb.bytes);
+    return this.etcdDb;
+  }
+  set etcdData(data: Buffer) {
+    this.etcdDb = data;
+  }
+  private etcdDb: Buffer | { path: string; bytes: number } = Buffer.from(`sim-etcd-db:${randomBytes(8).toString('hex')}:`.padEnd(4096, '.'));
   /**
    * What EtcdSnapshot sends wrong: the stream stops short, or one byte changes on the way, or
    * (`cut`) the stream fails with an error half-way through.
@@ -254,10 +267,17 @@ export class SimTalosNode {
   /** When each EtcdDefragment ran, and how long one takes. */
   readonly defragmentations: number[] = [];
   defragmentMs = 0;
-  /** The snapshot uploaded with EtcdRecover, waiting for Bootstrap{recover_etcd}. */
-  recoverUpload: Buffer | undefined;
-  /** What a Bootstrap with recover_etcd restored from. */
-  recoveredFrom: Buffer | undefined;
+  /**
+   * The file EtcdRecover wrote the upload to, waiting for Bootstrap{recover_etcd}. On disk, as
+   * upstream's (and so not in this process's memory: a test measures the runner's alone).
+   */
+  private recoverFile: string | undefined;
+  private recoveredPath: string | undefined;
+  private scratchDir: string | undefined;
+  /** What a Bootstrap with recover_etcd restored from (read from disk). */
+  get recoveredFrom(): Buffer | undefined {
+    return this.recoveredPath ? readFileSync(this.recoveredPath) : undefined;
+  }
   /** The bootstrap manifests, as COSI resources rendered from the running config. */
   readonly manifests = new SimManifestStore();
   /** The MachineConfig resource as last listed: COSI's version moves only when the config does. */
@@ -408,6 +428,7 @@ export class SimTalosNode {
     this.destroyConnections();
     this.injector.destroy();
     this.grpcServer.forceShutdown();
+    if (this.scratchDir) rmSync(this.scratchDir, { recursive: true, force: true });
   }
 
   // ---- network ----------------------------------------------------------------------------
@@ -751,7 +772,7 @@ export class SimTalosNode {
         return {};
       }),
       EtcdSnapshot: this.serverStream('EtcdSnapshot', (c) => this.etcdSnapshot(c)),
-      EtcdRecover: this.clientStream('EtcdRecover', (chunks) => this.etcdRecover(chunks)),
+      EtcdRecover: this.etcdRecover(),
       Mounts: this.unary('Mounts', () => ({ stats: this.mounts.map((m) => ({ filesystem: m.filesystem, size: String(m.size), available: String(m.available), mounted_on: m.mountedOn })) })),
       Upgrade: this.unary('Upgrade', (r) => this.legacyUpgrade(r)),
       Reboot: this.unary('Reboot', () => this.rebootCall()),
@@ -832,17 +853,19 @@ export class SimTalosNode {
     if (this.bootstrapped) throw new SimRpcError(grpc.status.ALREADY_EXISTS, 'etcd data directory is not empty');
     if (req['recover_etcd'] === true) {
       // Upstream looks for the file EtcdRecover wrote and refuses without it.
-      if (!this.recoverUpload) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd snapshot for recovery not found');
+      const path = this.recoverFile;
+      if (!path) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd snapshot for recovery not found');
       // etcd's restore checks the trailing SHA-256 (Talos does not skip it unless asked) and keeps the database before it.
-      const upload = this.recoverUpload;
+      const size = statSync(path).size;
+      const hashed = size % 512 === 32;
       if (req['recover_skip_hash_check'] !== true) {
-        if (upload.length % 512 !== 32) throw new SimRpcError(grpc.status.INTERNAL, 'snapshot missing hash but --skip-hash-check=false');
-        const db = upload.subarray(0, upload.length - 32);
-        if (!createHash('sha256').update(db).digest().equals(upload.subarray(upload.length - 32))) throw new SimRpcError(grpc.status.INTERNAL, 'expected sha256 does not match the snapshot');
+        if (!hashed) throw new SimRpcError(grpc.status.INTERNAL, 'snapshot missing hash but --skip-hash-check=false');
+        const { digest, trailer } = hashFile(path, size - 32);
+        if (!digest.equals(trailer)) throw new SimRpcError(grpc.status.INTERNAL, 'expected sha256 does not match the snapshot');
       }
-      this.recoveredFrom = upload;
-      this.etcdData = upload.length % 512 === 32 ? upload.subarray(0, upload.length - 32) : upload;
-      this.recoverUpload = undefined;
+      this.recoveredPath = path;
+      this.etcdDb = { path, bytes: hashed ? size - 32 : size };
+      this.recoverFile = undefined;
     }
     this.bootstrapped = true;
     return {};
@@ -904,25 +927,35 @@ export class SimTalosNode {
     for (let i = 0; i < file.length; i += chunk) await send(file.subarray(i, i + chunk));
   }
 
-  private etcdRecover(chunks: Buffer[]): Raw {
-    if (!this.isControlPlane()) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is not running on worker nodes');
-    if (this.bootstrapped) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is already running: recovery is only possible before bootstrap');
-    this.recoverUpload = Buffer.concat(chunks);
-    return {};
-  }
-
-  private clientStream(method: string, handler: (chunks: Buffer[]) => Raw): grpc.handleClientStreamingCall<Raw, Raw> {
+  /**
+   * MachineService/EtcdRecover: the upload goes to a file as it arrives, taken no faster than the
+   * disk writes it (the stream is paused meanwhile, so HTTP/2 flow control holds the client).
+   */
+  private etcdRecover(): grpc.handleClientStreamingCall<Raw, Raw> {
     return (call, callback) => {
-      const chunks: Buffer[] = [];
+      this.scratchDir ??= mkdtempSync(join(tmpdir(), 'rezus-sim-etcd-'));
+      const path = join(this.scratchDir, `recover-${randomUUID()}.snapshot`);
+      const file = createWriteStream(path);
+      let failed: Error | undefined;
+      file.on('error', (err) => (failed = err));
+      call.on('cancelled', () => file.destroy());
       call.on('data', (m: Raw) => {
-        const b = m['bytes'];
-        if (b) chunks.push(Buffer.from(b as Buffer));
+        const b = m['bytes'] as Buffer | undefined;
+        if (b?.length && !file.write(b)) {
+          call.pause();
+          file.once('drain', () => call.resume());
+        }
       });
       call.on('end', () => {
         void (async () => {
           try {
-            if (!(await this.admit(method, call as unknown as SurfaceCall))) return;
-            callback(null, { messages: [handler(chunks)] });
+            await new Promise<void>((resolve) => file.end(resolve));
+            if (failed) throw failed;
+            if (!(await this.admit('EtcdRecover', call as unknown as SurfaceCall))) return;
+            if (!this.isControlPlane()) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is not running on worker nodes');
+            if (this.bootstrapped) throw new SimRpcError(grpc.status.FAILED_PRECONDITION, 'etcd is already running: recovery is only possible before bootstrap');
+            this.recoverFile = path;
+            callback(null, { messages: [{}] });
           } catch (err) {
             callback(this.toStatus(err));
           }
@@ -1144,4 +1177,24 @@ export async function startSimNode(opts: SimNodeOptions = {}): Promise<SimTalosN
     throw err;
   }
   return sim;
+}
+
+/** SHA-256 of a file's first `bytes` bytes and the 32 after them, read a piece at a time. */
+function hashFile(path: string, bytes: number): { digest: Buffer; trailer: Buffer } {
+  const fd = openSync(path, 'r');
+  try {
+    const hash = createHash('sha256');
+    const piece = Buffer.alloc(1024 * 1024);
+    for (let at = 0; at < bytes; ) {
+      const n = readSync(fd, piece, 0, Math.min(piece.length, bytes - at), at);
+      if (n === 0) break;
+      hash.update(piece.subarray(0, n));
+      at += n;
+    }
+    const trailer = Buffer.alloc(32);
+    readSync(fd, trailer, 0, 32, bytes);
+    return { digest: hash.digest(), trailer };
+  } finally {
+    closeSync(fd);
+  }
 }
