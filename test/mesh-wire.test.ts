@@ -1,12 +1,16 @@
 // The mesh wired into the product: configs carry the WireguardConfig, Talos calls go to the
 // overlay address once the node holds it, an endpoint change re-pushes affected nodes over the
-// mesh, and the STUN check (against real coturn on loopback) moves `stun` clusters.
+// mesh, and the STUN check (against real coturn, on loopback and across network namespaces) moves
+// `stun` clusters.
 import { talosDialer } from '../functions/machine-config/access.ts';
 import { randomInt } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { machines } from '../db/schema/index.ts';
-import { meshStunCron, checkStun, usableEndpoint } from '../runner/jobs/mesh/stun.ts';
+import { applyStunReport, meshStunCron, checkStun, usableEndpoint } from '../runner/jobs/mesh/stun.ts';
+import type { NatReport } from '../lib/mesh/stun.ts';
+import { createNetnsPair, netnsSkipReason } from './support/netns.ts';
+import { CHILD, inNs } from './support/mesh-netns.ts';
 import { executors } from '../runner/jobs/registry.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { loadConfig } from '../runner/config.ts';
@@ -174,51 +178,90 @@ describe('STUN in the product', () => {
     await coturn?.stop();
   });
 
-  it('the setting turns the cron on; endpoint "stun" follows the check and queues the re-push of stale nodes', async () => {
-    const servers = coturn.ports.map((port) => ({ host: '127.0.0.1', port }));
-    h = await createHarness();
-    const { clusterId } = await seedCluster(h);
-    const mid = await addMachine(h, clusterId, { name: 'cp1', address: '192.0.2.10' });
-    expect(meshStunCron(h.deps)).toEqual([]);
-    const off = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: 'stun' } });
+  /** A cluster whose endpoint follows STUN, with a node holding a config from an earlier discovery. */
+  async function stunCluster(servers: Array<{ host: string; port: number }>): Promise<{ hh: Harness; clusterId: string }> {
+    const hh = (h = await createHarness());
+    const { clusterId } = await seedCluster(hh);
+    const mid = await addMachine(hh, clusterId, { name: 'cp1', address: '192.0.2.10' });
+    expect(meshStunCron(hh.deps)).toEqual([]);
+    const off = await hh.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: 'stun' } });
     expect(off.status).toBe(400);
     expect(off.body.error.code).toBe('stun_off');
 
-    h.deps.settings.meshStunServers = servers;
-    expect(meshStunCron(h.deps).map((c) => [c.name, c.pattern])).toEqual([['mesh-stun', '* * * * *']]);
-    const on = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: 'stun' } });
+    hh.deps.settings.meshStunServers = servers;
+    expect(meshStunCron(hh.deps).map((c) => [c.name, c.pattern])).toEqual([['mesh-stun', '* * * * *']]);
+    const on = await hh.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: 'stun' } });
     expect(on.status).toBe(200);
     expect(on.body).toMatchObject({ endpoint: null, endpointSource: 'stun', stun: { enabled: true, mapping: null } });
-    // A node holding a config from an earlier discovery.
-    await setClusterMesh(h.deps, clusterId, { endpoint: '192.0.2.1:51820', endpointSource: 'stun', relay: null });
-    await markDelivered(h.deps.db, mid, '192.0.2.1:51820');
+    await setClusterMesh(hh.deps, clusterId, { endpoint: '192.0.2.1:51820', endpointSource: 'stun', relay: null });
+    await markDelivered(hh.deps.db, mid, '192.0.2.1:51820');
+    return { hh, clusterId };
+  }
 
-    const check = await checkStun(h.deps, servers, { bindAddress: '127.0.0.1' });
-    expect(check).toMatchObject({ mapping: 'none', endpoint: '127.0.0.1:51820', previous: null });
-    expect(check!.moved).toHaveLength(1);
-    const run = await h.deps.jobs.get(check!.moved[0]!.run!);
-    expect(run?.kind).toBe('mesh-repush');
-    expect(run?.params).toEqual({ reason: 'hub endpoint changed from 192.0.2.1:51820 to 127.0.0.1:51820 (STUN)' });
+  it('the setting turns the cron on; servers that see the hub at a loopback address move nothing, and the advice says why', async () => {
+    const servers = coturn.ports.map((port) => ({ host: '127.0.0.1', port }));
+    const { hh, clusterId } = await stunCluster(servers);
 
-    const got = (await h.call('GET', `/v1/clusters/${clusterId}/mesh`)).body;
-    expect(got.endpoint).toBe('127.0.0.1:51820');
-    expect(got.peers[0].dials).toBe('127.0.0.1:51820');
-    expect(got.stun).toMatchObject({ mapping: 'none', publicAddress: '127.0.0.1', endpoint: '127.0.0.1:51820', advice: 'no NAT: nodes dial 127.0.0.1:51820' });
+    // Real STUN on loopback: no NAT, but 127.0.0.1 is no address a node elsewhere can dial.
+    const check = await checkStun(hh.deps, servers, { bindAddress: '127.0.0.1' });
+    expect(check).toEqual({ mapping: 'none', endpoint: null, previous: null, moved: [] });
+    const got = (await hh.call('GET', `/v1/clusters/${clusterId}/mesh`)).body;
+    expect(got.endpoint).toBe('192.0.2.1:51820');
+    expect(got.stun).toMatchObject({ mapping: 'none', publicAddress: '127.0.0.1', endpoint: null });
+    expect(got.stun.advice).toBe('the STUN servers see the hub as 127.0.0.1, a loopback address nodes elsewhere cannot dial: use STUN servers on the internet; the endpoint is left as it was');
     expect(got.stun.observed).toHaveLength(2);
+    expect(await hh.deps.jobs.list({ clusterId })).toEqual([]);
 
-    // Same answer again: nothing moves, nothing is queued.
-    expect((await checkStun(h.deps, servers, { bindAddress: '127.0.0.1' }))!.moved).toEqual([]);
     // One server silent: the mapping is unknown and the clusters keep their endpoint.
     const silent = await freeUdpPort();
-    const unknown = await checkStun(h.deps, [servers[0]!, { host: '127.0.0.1', port: silent }], { bindAddress: '127.0.0.1', timeoutMs: 500 });
+    const unknown = await checkStun(hh.deps, [servers[0]!, { host: '127.0.0.1', port: silent }], { bindAddress: '127.0.0.1', timeoutMs: 500 });
     expect(unknown).toMatchObject({ mapping: 'unknown', endpoint: null, moved: [] });
-    expect((await h.call('GET', `/v1/clusters/${clusterId}/mesh`)).body).toMatchObject({ endpoint: '127.0.0.1:51820', stun: { mapping: 'unknown' } });
+    expect((await hh.call('GET', `/v1/clusters/${clusterId}/mesh`)).body).toMatchObject({ endpoint: '192.0.2.1:51820', stun: { mapping: 'unknown' } });
   }, 30_000);
+
+  it.skipIf(netnsSkipReason() !== null)('endpoint "stun" follows a check that sees a routable address and queues the re-push of stale nodes', async () => {
+    // The hub's check runs in a namespace of its own on 198.51.100.1 (TEST-NET-2, routed nowhere
+    // else), against coturn in the other namespace: real STUN, an address that is not a private one.
+    const pair = await createNetnsPair();
+    const turns = await startCoturns(2, { ns: pair.b, host: pair.bAddr });
+    try {
+      const servers = turns.ports.map((port) => ({ host: pair.bAddr, port }));
+      const probe = await inNs(pair.a, CHILD, ['stun', pair.aAddr, servers.map((x) => `${x.host}:${x.port}`).join(',')]);
+      expect(probe.exitCode, String(probe.stderr)).toBe(0);
+      const report = JSON.parse(String(probe.stdout).trim()) as NatReport;
+      expect(report).toMatchObject({ mapping: 'none', endpoint: { address: pair.aAddr } });
+
+      const { hh, clusterId } = await stunCluster(servers);
+      const check = await applyStunReport(hh.deps, report);
+      expect(check).toMatchObject({ mapping: 'none', endpoint: '198.51.100.1:51820', previous: null });
+      expect(check!.moved).toHaveLength(1);
+      const run = await hh.deps.jobs.get(check!.moved[0]!.run!);
+      expect(run?.kind).toBe('mesh-repush');
+      expect(run?.params).toEqual({ reason: 'hub endpoint changed from 192.0.2.1:51820 to 198.51.100.1:51820 (STUN)' });
+
+      const got = (await hh.call('GET', `/v1/clusters/${clusterId}/mesh`)).body;
+      expect(got.endpoint).toBe('198.51.100.1:51820');
+      expect(got.peers[0].dials).toBe('198.51.100.1:51820');
+      expect(got.stun).toMatchObject({ mapping: 'none', publicAddress: '198.51.100.1', endpoint: '198.51.100.1:51820', advice: 'no NAT: nodes dial 198.51.100.1:51820' });
+      // Same answer again: nothing moves, nothing is queued.
+      expect((await applyStunReport(hh.deps, report))!.moved).toEqual([]);
+    } finally {
+      await turns.stop();
+      await pair.cleanup();
+    }
+  }, 40_000);
 
   it('a symmetric NAT gives no endpoint and says to use the relay', () => {
     const observed = [{ server: 'a:3478', mapped: { address: '198.51.100.9', port: 40001, family: 4 as const } }];
     expect(usableEndpoint({ mapping: 'endpoint-dependent', endpoint: null, observed }, 51820)).toBeNull();
     expect(usableEndpoint({ mapping: 'endpoint-independent', endpoint: observed[0]!.mapped, observed }, 51820)).toBe('198.51.100.9:51820');
+    // A mapping on the hub's own network is no endpoint for nodes elsewhere, NAT or not.
+    for (const address of ['10.1.2.3', '172.20.0.5', '192.168.1.10', '100.64.0.9', '127.0.0.1', '169.254.1.1', 'fd12::5', 'fe80::1']) {
+      const mapped = { address, port: 40001, family: (address.includes(':') ? 6 : 4) as 4 | 6 };
+      for (const mapping of ['none', 'endpoint-independent'] as const) expect(usableEndpoint({ mapping, endpoint: mapped, observed }, 51820), `${mapping} ${address}`).toBeNull();
+    }
+    expect(stunAdvice({ mapping: 'endpoint-independent', endpoint: null, publicAddress: '192.168.1.10' })).toMatch(/^the STUN servers see the hub as 192\.168\.1\.10, a private \(RFC 1918\) address nodes elsewhere cannot dial/);
+    expect(stunAdvice({ mapping: 'endpoint-independent', endpoint: '203.0.113.5:51820', publicAddress: '203.0.113.5' })).toMatch(/^behind a NAT with a stable mapping: nodes dial 203\.0\.113\.5:51820/);
     expect(stunAdvice({ mapping: 'endpoint-dependent', endpoint: null })).toMatch(/symmetric NAT.*use the relay/);
   });
 

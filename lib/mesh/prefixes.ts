@@ -39,6 +39,24 @@ export function unroutable(text: string): string | undefined {
   return cidr ? SPECIAL.find((s) => cidrsOverlap(s.cidr, cidr))?.what : undefined;
 }
 
+/** Ranges a hub's address may be in on its own network but not as seen from the internet. */
+const LOCAL: Array<{ cidr: ParsedCidr; what: string }> = [
+  ['10.0.0.0/8', 'private (RFC 1918)'], ['172.16.0.0/12', 'private (RFC 1918)'], ['192.168.0.0/16', 'private (RFC 1918)'],
+  ['100.64.0.0/10', 'carrier-grade NAT (RFC 6598)'], ['fc00::/7', 'unique local (RFC 4193)'],
+].map(([text, what]) => ({ cidr: parseCidr(text!)!, what: what! }));
+
+/**
+ * Why nodes on other networks could not dial `address`, if they could not: one of unroutable's
+ * ranges, or a private one. A STUN server that reports such a mapping shares the hub's network (a
+ * LAN or VPN server, say), so what it saw is not the hub's address on the internet.
+ */
+export function localOnly(address: string): string | undefined {
+  const ip = parseIp(address);
+  if (!ip) return undefined;
+  const cidr: ParsedCidr = { family: ip.family, network: ip.value, prefix: ip.family === 4 ? 32 : 128, hostBitsSet: false };
+  return [...SPECIAL, ...LOCAL].find((s) => cidrsOverlap(s.cidr, cidr))?.what;
+}
+
 export function parsePrefix(text: string): Prefix {
   const cidr = parseCidr(text);
   if (!cidr) throw new InvalidPrefixError(`${JSON.stringify(text)} is not a prefix such as 100.64.0.0/10`);

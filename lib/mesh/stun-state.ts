@@ -4,6 +4,7 @@ import { eq } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { meshStun } from '../../db/schema/index.ts';
 import type { NatMapping } from './stun.ts';
+import { localOnly } from './prefixes.ts';
 
 export type StunRow = typeof meshStun.$inferSelect;
 const ROW = 'hub';
@@ -30,8 +31,12 @@ export async function recordStun(db: Db, o: StunObservation): Promise<StunRow | 
 }
 
 /** The operator-facing reading of a check: what nodes dial and, when nothing usable, what to do. */
-export function stunAdvice(row: Pick<StunRow, 'mapping' | 'endpoint'> | null): string {
+export function stunAdvice(row: Pick<StunRow, 'mapping' | 'endpoint'> & { publicAddress?: string | null } | null): string {
   if (!row) return 'no STUN check yet (set REZUS_MESH_STUN_SERVERS on the runner)';
+  const local = row.publicAddress ? localOnly(row.publicAddress) : undefined;
+  if (local && row.endpoint === null && (row.mapping === 'none' || row.mapping === 'endpoint-independent')) {
+    return `the STUN servers see the hub as ${row.publicAddress}, a ${local} address nodes elsewhere cannot dial: use STUN servers on the internet; the endpoint is left as it was`;
+  }
   switch (row.mapping) {
     case 'none':
       return `no NAT: nodes dial ${row.endpoint}`;

@@ -21,8 +21,12 @@ export interface Coturns {
   stop(): Promise<void>;
 }
 
-/** Starts `count` STUN servers on 127.0.0.1, each ready once it answers a Binding (bounded). */
-export async function startCoturns(count: number): Promise<Coturns> {
+/**
+ * Starts `count` STUN servers on 127.0.0.1, each ready once it answers a Binding (bounded). With
+ * `netns`, they run in that namespace on `host`, on ports from 3478 up (a fresh namespace has them
+ * free), and are not waited for: nothing here can reach them (the caller's check retries).
+ */
+export async function startCoturns(count: number, netns?: { ns: string; host: string }): Promise<Coturns> {
   const dir = await mkdtemp(join(tmpdir(), 'rz-stun-'));
   const procs: ResultPromise[] = [];
   const ports: number[] = [];
@@ -35,14 +39,13 @@ export async function startCoturns(count: number): Promise<Coturns> {
   };
   try {
     for (let n = 0; n < count; n++) {
-      const port = await freeUdpPort();
-      procs.push(
-        execa('turnserver', [
-          '-n', '--listening-ip=127.0.0.1', `--listening-port=${port}`, '--stun-only', '--no-tls', '--no-dtls', '--no-cli',
-          `--pidfile=${join(dir, `${port}.pid`)}`, `--userdb=${join(dir, `${port}.db`)}`, '--log-file=stdout', '--simple-log',
-        ], { reject: false, stdin: 'ignore' }),
-      );
-      await waitAnswering(port);
+      const port = netns ? 3478 + n : await freeUdpPort();
+      const args = [
+        '-n', `--listening-ip=${netns?.host ?? '127.0.0.1'}`, `--listening-port=${port}`, '--stun-only', '--no-tls', '--no-dtls', '--no-cli',
+        `--pidfile=${join(dir, `${port}.pid`)}`, `--userdb=${join(dir, `${port}.db`)}`, '--log-file=stdout', '--simple-log',
+      ];
+      procs.push(netns ? execa('ip', ['netns', 'exec', netns.ns, 'turnserver', ...args], { reject: false, stdin: 'ignore' }) : execa('turnserver', args, { reject: false, stdin: 'ignore' }));
+      if (!netns) await waitAnswering(port);
       ports.push(port);
     }
   } catch (err) {

@@ -6,6 +6,7 @@ import { clusters, meshClusters } from '../../../db/schema/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import { joinHostPort, loadHub, setClusterMesh } from '../../../lib/mesh/store.ts';
+import { localOnly } from '../../../lib/mesh/prefixes.ts';
 import { recordStun, type StunRow } from '../../../lib/mesh/stun-state.ts';
 import { detectNat, type NatReport, type StunServer } from '../../../lib/mesh/stun.ts';
 import type { CronJob } from '../../cron.ts';
@@ -24,17 +25,25 @@ export interface StunCheck {
  * The endpoint nodes should dial, or null when STUN gives nothing usable. STUN sees the mapping of
  * its own probe socket, not of WireGuard's port, so the port is the hub's listen port: right when
  * the hub has the public address itself, or when the router forwards that port (the add-on maps
- * 51820/udp). A symmetric NAT maps every destination differently; only the relay works there.
+ * 51820/udp). A symmetric NAT maps every destination differently; only the relay works there. A
+ * private or loopback mapping means the STUN servers sit on the hub's own network: nodes elsewhere
+ * could not dial it, so it is not taken either (see stunAdvice).
  */
 export function usableEndpoint(report: NatReport, listenPort: number): string | null {
   if (report.mapping !== 'none' && report.mapping !== 'endpoint-independent') return null;
-  return report.endpoint ? joinHostPort(report.endpoint.address, listenPort) : null;
+  if (!report.endpoint || localOnly(report.endpoint.address)) return null;
+  return joinHostPort(report.endpoint.address, listenPort);
 }
 
 export async function checkStun(deps: Deps, servers: StunServer[], opts: { bindAddress?: string; timeoutMs?: number } = {}): Promise<StunCheck | null> {
+  if (!(await loadHub(deps.db))) return null; // no mesh yet: nothing to tell anyone
+  return applyStunReport(deps, await detectNat(servers, { ...opts, timeoutMs: opts.timeoutMs ?? 2_000 }));
+}
+
+/** Records what a check found and moves the `stun` clusters to its endpoint, if it has a usable one. */
+export async function applyStunReport(deps: Deps, report: NatReport): Promise<StunCheck | null> {
   const hub = await loadHub(deps.db);
-  if (!hub) return null; // no mesh yet: nothing to tell anyone
-  const report = await detectNat(servers, { ...opts, timeoutMs: opts.timeoutMs ?? 2_000 });
+  if (!hub) return null;
   const endpoint = usableEndpoint(report, hub.row.listenPort);
   const observed: StunRow['observed'] = report.observed.map((o) => ({
     server: o.server,
