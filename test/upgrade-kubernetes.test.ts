@@ -160,6 +160,22 @@ describe('Kubernetes upgrade', () => {
     expect(cfg.body).toContain(img('kube-apiserver', TO));
   });
 
+  it("a step's wait reads again no sooner than a throttled read's Retry-After asks", async () => {
+    const { h, c } = await setup(fleet(1, 0), { gateTimeoutMs: 10_000 });
+    // Once the first step's config is on the node, API Priority and Fairness turns three reads away.
+    const off = c.sim('cp1').onConfig(() => {
+      off();
+      c.kube.throttle(3, 1);
+    });
+    const run = await finishedRun(h, await start(h, c));
+    expect(run.error).toBeNull();
+    expect(run.state).toBe('succeeded');
+    expect(c.kube.throttled).toHaveLength(3);
+    // At the 20 ms poll the three would come within a tick of each other; each waited the second asked for.
+    expect(c.kube.throttled[1]! - c.kube.throttled[0]!).toBeGreaterThanOrEqual(950);
+    expect(c.kube.throttled[2]! - c.kube.throttled[1]!).toBeGreaterThanOrEqual(950);
+  });
+
   it('a component that never becomes ready stops the run naming it; a new run resumes after the steps already done', async () => {
     const { h, c, link } = await setup(fleet(2, 1));
     link.stall('cp2', 'kube-controller-manager');

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
+import { KubeApiError } from '../../../lib/kube/errors.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { componentsAfterStep, configImage, stepConfig } from '../../../functions/upgrade/kubernetes-plan.ts';
@@ -126,6 +127,8 @@ async function waitDone(ctx: StepContext, step: Step, what: string): Promise<voi
   let last: string;
   for (;;) {
     hard.throwIfAborted();
+    // A throttled or restarting apiserver may ask to be left alone for a while (Retry-After).
+    let asked = 0;
     try {
       const reason = await pendingReason(ctx, step);
       if (reason === undefined) return;
@@ -133,6 +136,7 @@ async function waitDone(ctx: StepContext, step: Step, what: string): Promise<voi
     } catch (err) {
       hard.throwIfAborted();
       last = errorMessage(err);
+      if (err instanceof KubeApiError) asked = err.retryAfterMs ?? 0;
     }
     if (performance.now() >= deadline) {
       throw new RunError(`${what} did not become ready on ${ctx.version} within ${Math.round(timings.gateTimeoutMs / 1000)}s: ${last}`, {
@@ -141,7 +145,7 @@ async function waitDone(ctx: StepContext, step: Step, what: string): Promise<voi
         ...(step.kind === 'kube-proxy' ? {} : { node: step.machine.name }),
       });
     }
-    await sleep(timings.pollMs, undefined, { signal: hard });
+    await sleep(Math.max(0, Math.min(Math.max(timings.pollMs, asked), deadline - performance.now())), undefined, { signal: hard });
   }
 }
 

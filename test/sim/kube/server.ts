@@ -120,6 +120,12 @@ export interface KubeSim {
   setLatency(ms: number): void;
   /** Accept TCP but never answer: neither the TLS handshake nor pending requests. */
   blackhole(on: boolean): void;
+  /**
+   * The next `reads` GETs answer 429 with `Retry-After: retryAfterS`, as API Priority and Fairness
+   * does for a saturated priority level. `throttled` lists when each was answered (Date.now()).
+   */
+  throttle(reads: number, retryAfterS: number): void;
+  readonly throttled: number[];
   /** PATCH, POST and DELETE requests answered, in arrival order. */
   writes: KubeWrite[];
   /** A deep copy of the stored object as the API serves it (metadata with managedFields, status), or undefined. */
@@ -187,6 +193,8 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
   let metrics: MetricsMode = opts.metrics ?? false;
   let latencyMs = 0;
   let holeOn = false;
+  let throttle = { left: 0, retryAfterS: 0 };
+  const throttled: number[] = [];
   const requests: string[] = [];
   const writes: KubeWrite[] = [];
   let handshakes = 0;
@@ -421,6 +429,11 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     if (!(req.socket as TLSSocket).authorized) return { code: 401, body: status(401, 'Unauthorized', 'Unauthorized') };
     const url = new URL(req.url ?? '/', 'https://sim');
     const path = url.pathname.replace(/\/+$/, '') || '/';
+    if (req.method === 'GET' && throttle.left > 0) {
+      throttle.left--;
+      throttled.push(Date.now());
+      return { code: 429, retryAfterS: throttle.retryAfterS, body: { ...status(429, 'TooManyRequests', 'Too many requests, please try again later.'), details: { retryAfterSeconds: throttle.retryAfterS } } };
+    }
     if (req.method !== 'GET') {
       if (!groups(req).includes('system:masters')) return { code: 403, body: status(403, 'Forbidden', 'forbidden') };
       const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -616,6 +629,10 @@ export async function startKubeSim(opts: KubeSimOptions = {}): Promise<KubeSim> 
     setLatency: (ms) => {
       latencyMs = ms;
     },
+    throttle: (reads, retryAfterS) => {
+      throttle = { left: reads, retryAfterS };
+    },
+    throttled,
     blackhole: (on) => {
       holeOn = on;
     },
