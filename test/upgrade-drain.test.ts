@@ -26,10 +26,10 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function setup(machines: MachineSpec[]): Promise<{ h: Harness; c: UpgradeCluster }> {
+async function setup(machines: MachineSpec[], gateTimeoutMs = 2_000): Promise<{ h: Harness; c: UpgradeCluster }> {
   h = await createHarness({
     patchDeps: (d: Deps) => {
-      d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, rebootTimeoutMs: 10_000, gateTimeoutMs: 2_000, kubeDeadlineMs: 3_000 };
+      d.settings.upgrade = { pollMs: 20, callDeadlineMs: 2_000, rebootTimeoutMs: 10_000, gateTimeoutMs, kubeDeadlineMs: 3_000 };
     },
   });
   cluster = await startUpgradeCluster(h, { talosVersion: FROM, machines });
@@ -147,6 +147,21 @@ describe('drained Talos upgrades', () => {
     expect(c.kube.writes.filter((w) => w.path === '/api/v1/namespaces/apps/pods/web-w1/eviction')).toHaveLength(1);
     // The drain still ended at its own end, not 10 s later.
     expect(Date.now() - started).toBeLessThan(8_000);
+  });
+
+  it("the health gate reads again no sooner than a throttled read's Retry-After asks", async () => {
+    const { h, c } = await setup(fleet(1, 1), 8_000);
+    // Back from its reboot, w1 meets an apiserver that turns five reads away, asking for a second.
+    const off = c.sim('w1').onConfig(() => {
+      off();
+      c.kube.throttle(5, 1);
+    });
+    const { run: r } = await run(h, c);
+    expect(r.error).toBeNull();
+    expect(r.state).toBe('succeeded');
+    // One health read makes four requests at once; the fifth refusal is the next read's, a second later.
+    expect(c.kube.throttled).toHaveLength(5);
+    expect(c.kube.throttled[4]! - c.kube.throttled[0]!).toBeGreaterThanOrEqual(950);
   });
 
   it('waits for the pods of a namespace being deleted instead of failing on the 403 their evictions get', async () => {

@@ -29,7 +29,7 @@ function getJson<T>(c: KubeConnection, budget: Budget, path: string): Promise<T>
   const endpoint = `GET ${c.server}${path}`;
   return call(budget, endpoint, async () => {
     const r = await kubeRequest(c, 'GET', path, { signal: budget.signal });
-    if (r.status < 200 || r.status > 299) throw httpError(endpoint, r.status, r.body);
+    if (r.status < 200 || r.status > 299) throw httpError(endpoint, r.status, r.body, r.retryAfterMs);
     return r.body as T;
   });
 }

@@ -60,18 +60,22 @@ export async function readTalosReport(access: ClusterAccess, m: GateMachine, t: 
   }
 }
 
-export async function readKube(access: ClusterAccess, t: UpgradeTimings, signal: AbortSignal, channels?: RunChannels): Promise<KubeSnapshot | Failed> {
+/** A failed read, with how long the apiserver asked to be left alone when it did (Retry-After). */
+type KubeFailed = Failed & { retryAfterMs?: number };
+
+export async function readKube(access: ClusterAccess, t: UpgradeTimings, signal: AbortSignal, channels?: RunChannels): Promise<KubeSnapshot | KubeFailed> {
   try {
     const agent = await channels?.kubeAgent();
     return await collectKubernetes(await access.kubeconfig(), { deadlineMs: t.kubeDeadlineMs, signal, ...(agent ? { agent } : {}) });
   } catch (err) {
-    return failed(err);
+    const asked = err instanceof KubeApiError ? err.retryAfterMs : undefined;
+    return { ...failed(err), ...(asked !== undefined ? { retryAfterMs: asked } : {}) };
   }
 }
 
 export interface HealthRead {
   assessment: ClusterAssessment;
-  kube: KubeSnapshot | Failed;
+  kube: KubeSnapshot | KubeFailed;
 }
 
 /** Reads `machines` and the Kubernetes API once and assesses them; `expectTalos` flags nodes on another version. */

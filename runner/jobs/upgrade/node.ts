@@ -257,7 +257,9 @@ async function untilHealthy(ctx: NodeContext, targets: GateMachine[], problemsOf
     const problems = problemsOf(read);
     if (problems.length === 0) return;
     if (performance.now() >= deadline) throw fail(problems);
-    await sleep(timings.pollMs, undefined, { signal: hard });
+    // A throttled apiserver's Retry-After holds the next read back, within the gate's time.
+    const asked = 'error' in read.kube ? (read.kube.retryAfterMs ?? 0) : 0;
+    await sleep(Math.max(0, Math.min(Math.max(timings.pollMs, asked), deadline - performance.now())), undefined, { signal: hard });
   }
 }
 
