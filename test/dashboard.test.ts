@@ -6,6 +6,8 @@ import type { HealthView } from '../functions/dashboard/health-view.ts';
 import { createWorker, type Worker } from '../runner/worker.ts';
 import { alertOf, csrfOf, FormClient } from './support/dashboard-client.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
+import { markDelivered } from '../lib/mesh/store.ts';
+import { recordStun } from '../lib/mesh/stun-state.ts';
 
 let h: Harness;
 let worker: Worker | undefined;
@@ -124,6 +126,43 @@ describe('pages and scoping', () => {
     // No samples yet: the usage cell links to the machine's charts instead of drawing empty lines.
     expect(page.text).toMatch(/<a href="\/clusters\/cl_[a-z2-7]+\/machines\/m_[a-z2-7]+" class="usage">charts<\/a>/);
     expect(page.text).toContain('never');
+  });
+
+  it('shows the mesh: off, or what nodes dial, each peer, the nodes waiting for a re-push and the STUN advice', async () => {
+    const { clusterId, tenantId } = await seedCluster(h);
+    const add = async (name: string) => (await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { name, role: 'controlplane', provider: 'metal', address: '192.0.2.10' } })).body.id as string;
+    const cp1 = await add('cp-1');
+    await add('cp-2');
+    const b = new FormClient(h.app);
+    await b.login(await tenantToken(tenantId));
+    const off = await b.get(`/clusters/${clusterId}`);
+    expect(off.text).toContain('id="mesh-off"');
+    expect(off.text).not.toContain('id="mesh-peers"');
+
+    expect((await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820' } })).status).toBe(200);
+    // cp-1 holds a config from before the endpoint moved; cp-2 has had none with the mesh yet.
+    await markDelivered(h.deps.db, cp1, '198.51.100.5:51820');
+    const on = (await b.get(`/clusters/${clusterId}`)).text;
+    expect(on).not.toContain('id="mesh-off"');
+    const facts = on.slice(on.indexOf('id="mesh-facts"'), on.indexOf('id="mesh-peers"'));
+    expect(facts).toContain('203.0.113.7:51820');
+    expect(facts).toMatch(/<dd id="mesh-pending">cp-1 still dials an old endpoint/);
+    expect(facts).not.toContain('id="mesh-stun"');
+    const peers = on.slice(on.indexOf('id="mesh-peers"'));
+    const row = (name: string) => peers.slice(peers.indexOf(`<td data-label="Machine">${name}</td>`)).split('</tr>')[0]!;
+    expect(row('cp-1')).toContain('100.64.0.2');
+    expect(row('cp-1')).toContain('(holds 198.51.100.5:51820)');
+    expect(row('cp-2')).toContain('(holds no mesh config yet)');
+    expect(row('cp-2')).toContain('<span class="badge none">no handshake</span>');
+    expect(row('cp-2')).toContain('never');
+
+    // Following STUN, with a check that saw the hub on loopback: the advice says why nothing moved.
+    h.deps.settings.meshStunServers = [{ host: 'stun1.example.net', port: 3478 }, { host: 'stun2.example.net', port: 3478 }];
+    expect((await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: 'stun' } })).status).toBe(200);
+    await recordStun(h.deps.db, { mapping: 'none', publicAddress: '127.0.0.1', endpoint: null, observed: [], at: Date.now() });
+    const stun = (await b.get(`/clusters/${clusterId}`)).text;
+    expect(stun).toContain('learned with STUN');
+    expect(stun).toMatch(/<dd id="mesh-stun">the STUN servers see the hub as 127\.0\.0\.1, a loopback address nodes elsewhere cannot dial/);
   });
 
   it('shows what a health view reports: the rollup, last seen and the samples as a sparkline', async () => {

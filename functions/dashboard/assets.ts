@@ -40,9 +40,9 @@ th { background: var(--panel); font-weight: 600; white-space: nowrap; }
 tr:last-child td { border-bottom: 0; }
 td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .875rem; word-break: break-all; }
 .badge { display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .85rem; border: 1px solid var(--line); background: var(--panel); color: var(--fg); white-space: nowrap; }
-.badge.healthy, .badge.succeeded { background: var(--ok-bg); color: var(--ok); border-color: var(--ok); }
-.badge.degraded, .badge.running, .badge.queued { background: var(--warn-bg); color: var(--warn); border-color: var(--warn); }
-.badge.unreachable, .badge.failed, .badge.interrupted { background: var(--danger-bg); color: var(--danger); border-color: var(--danger); }
+.badge.healthy, .badge.succeeded, .badge.up { background: var(--ok-bg); color: var(--ok); border-color: var(--ok); }
+.badge.degraded, .badge.running, .badge.queued, .badge.stale { background: var(--warn-bg); color: var(--warn); border-color: var(--warn); }
+.badge.unreachable, .badge.failed, .badge.interrupted, .badge.down, .badge.unavailable { background: var(--danger-bg); color: var(--danger); border-color: var(--danger); }
 dl.facts { display: grid; grid-template-columns: minmax(max-content, 7rem) 1fr; gap: .35rem 1rem; margin: 0; }
 dl.facts dt { color: var(--muted); }
 dl.facts dd { margin: 0; word-break: break-word; }

@@ -200,10 +200,11 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const id = encodeURIComponent(c.req.param('id')!);
     const cl = await client.get(`/v1/clusters/${id}`);
     if (!cl.ok) return notFoundOr(c, cl, 'Cluster');
-    const [ms, rs, health] = await Promise.all([
+    const [ms, rs, health, mesh] = await Promise.all([
       client.get(`/v1/clusters/${id}/machines`),
       client.get(`/v1/runs?cluster=${id}&limit=20`),
       readHealth(healthView, healthContext(c, client), cl.body.id).catch(() => UNKNOWN_REPORT),
+      client.get(`/v1/clusters/${id}/mesh`),
     ]);
     return render(
       c,
@@ -214,6 +215,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
         machines={ms.ok ? ms.body.machines : []}
         runs={rs.ok ? rs.body.runs : []}
         health={health}
+        mesh={mesh.ok ? mesh.body : undefined}
         error={error ?? ms.error ?? rs.error}
         failedForm={failedForm}
         values={c.var.form}

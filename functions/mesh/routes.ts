@@ -98,15 +98,19 @@ const sameDial = (a: { endpoint: string | null; relay: { address: string; nodePo
 const dialTarget = (m: { endpoint: string | null; relay: { address: string; nodePortBase: number } | null } | null) =>
   !m ? 'none' : m.relay ? `relay ${m.relay.address} (ports from ${m.relay.nodePortBase})` : (m.endpoint ?? 'none (waiting for STUN)');
 
-async function hubStatus(deps: Deps, sync: boolean): Promise<HubStatus | { state: 'not-hosted'; missing: string[] }> {
+type HubStatusOf = HubStatus | { state: 'not-hosted'; missing: string[] };
+
+async function hubStatus(deps: Deps, sync: boolean): Promise<HubStatusOf> {
   if (!deps.meshHub) return { state: 'not-hosted', missing: ['this host does not run the hub; the Node runner applies it'] };
   return sync ? deps.meshHub.sync() : deps.meshHub.status();
 }
 
-async function view(deps: Deps, clusterId: string, status: Awaited<ReturnType<typeof hubStatus>>) {
+/** `status`: the hub's, or how to read it; read only for a cluster on the mesh (it runs `wg show`). */
+async function view(deps: Deps, clusterId: string, status: HubStatusOf | (() => Promise<HubStatusOf>)) {
   const hub = await loadHub(deps.db);
   const cluster = await loadClusterMesh(deps.db, clusterId);
-  if (!hub || !cluster) return { enabled: false, hub: { status } };
+  if (!hub || !cluster) return { enabled: false, ...(typeof status === 'function' ? {} : { hub: { status } }) };
+  if (typeof status === 'function') status = await status();
   const names = new Map((await deps.db.select({ id: machines.id, name: machines.name }).from(machines).where(eq(machines.clusterId, clusterId)).all()).map((m) => [m.id, m.name]));
   const live = new Map(('interface' in status && status.interface ? status.interface.peers : []).map((p) => [p.publicKey, p]));
   const peers = (await listPeers(deps.db, clusterId)).map((p) => {
@@ -208,7 +212,7 @@ export function meshRoutes() {
 
   app.get('/:id/mesh', requireScope('read'), async (c) => {
     const cluster = await loadCluster(c, c.req.param('id'));
-    return c.json(await view(c.var.deps, cluster.id, await hubStatus(c.var.deps, false)));
+    return c.json(await view(c.var.deps, cluster.id, () => hubStatus(c.var.deps, false)));
   });
 
   app.delete('/:id/mesh', requireScope('write'), async (c) => {

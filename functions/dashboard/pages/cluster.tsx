@@ -7,6 +7,7 @@ import { ActionButton, Badge, Csrf, errorFor, Field, Layout, Select, Time } from
 import { href, type FormValues, type View } from '../view.ts';
 import { HealthBadge } from './clusters.tsx';
 import { RunsTable } from './runs-table.tsx';
+import { MeshSection } from './mesh-section.tsx';
 
 export const ROLES: Array<[string, string]> = [
   ['controlplane', 'Control plane'],
@@ -43,6 +44,8 @@ export interface ClusterPageProps {
   machines: Json[];
   runs: Json[];
   health: ClusterHealthReport;
+  /** GET /v1/clusters/:id/mesh, when it could be read. */
+  mesh?: Json;
   error?: string | undefined;
   /** The form that failed, so its values are kept: e.g. "machine", "upgrade". */
   failedForm?: string;
@@ -85,7 +88,7 @@ function unfinishedUpgrade(machines: Json[]): { versions: string[]; names: strin
   return { versions, names: held.map((m) => String(m.name)) };
 }
 
-export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, error, failedForm, values = {}, now }) => {
+export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, mesh, error, failedForm, values = {}, now }) => {
   const cid = encodeURIComponent(cluster.id);
   const keep = (form: string) => (failedForm === form ? values : {});
   const problem = (form: string, fields: string[]) => (failedForm === form ? errorFor(error, fields) : undefined);
@@ -307,6 +310,8 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
           <button type="submit">Add machine</button>
         </form>
       </section>
+
+      <MeshSection mesh={mesh} now={now} />
 
       <section aria-labelledby="edit-h">
         <h2 id="edit-h">Settings</h2>

@@ -1,0 +1,124 @@
+// The cluster page's view of the WireGuard mesh (GET /v1/clusters/:id/mesh): what nodes dial, how
+// each peer is doing, and what the STUN check advises. Read-only: the mesh is set up through the API.
+import type { FC } from 'hono/jsx';
+import type { Json } from '../api.ts';
+import { Badge, Time } from '../layout.tsx';
+
+const ms = (iso: unknown): number | null => (typeof iso === 'string' ? Date.parse(iso) : null);
+
+function bytes(n: unknown): string {
+  const v = typeof n === 'number' ? n : 0;
+  if (v < 1024) return `${v} B`;
+  if (v < 1024 * 1024) return `${(v / 1024).toFixed(1)} KiB`;
+  return `${(v / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** A peer's WireGuard session: no handshake yet, fresh, or older than WireGuard's 2-minute rekey plus slack. */
+function session(latest: unknown, now: number): { state: string; label: string } {
+  const at = ms(latest);
+  if (at === null) return { state: 'none', label: 'no handshake' };
+  return now - at <= 3 * 60_000 ? { state: 'up', label: 'up' } : { state: 'stale', label: 'stale' };
+}
+
+export const MeshSection: FC<{ mesh: Json | undefined; now: number }> = ({ mesh, now }) => {
+  if (!mesh?.enabled) {
+    return (
+      <section aria-labelledby="mesh-h">
+        <h2 id="mesh-h">Mesh</h2>
+        <p class="notice" id="mesh-off">
+          Off. Nodes behind NAT can reach the runner's WireGuard hub once it is on: <span class="mono">PUT /v1/clusters/:id/mesh</span> (see the API reference).
+        </p>
+      </section>
+    );
+  }
+  const hubState = String(mesh.hub?.status?.state ?? 'unknown');
+  const pending: Json[] = mesh.pending ?? [];
+  const peers: Json[] = mesh.peers ?? [];
+  return (
+    <section aria-labelledby="mesh-h">
+      <h2 id="mesh-h">Mesh</h2>
+      <dl class="facts" id="mesh-facts">
+        <dt>Nodes dial</dt>
+        <dd class="mono">
+          {mesh.relay ? `relay ${String(mesh.relay.address)} (ports from ${String(mesh.relay.nodePortBase)})` : mesh.endpoint ? String(mesh.endpoint) : 'no endpoint yet'}
+          {mesh.endpointSource === 'stun' ? ' · learned with STUN' : ''}
+        </dd>
+        <dt>Hub</dt>
+        <dd>
+          <Badge state={hubState} /> <span class="mono">{String(mesh.hub?.interface ?? '')}</span> · UDP {String(mesh.hub?.listenPort ?? '')} ·{' '}
+          <span class="mono">{String(mesh.hub?.ipv4 ?? '')}</span>
+        </dd>
+        {mesh.stun?.enabled || mesh.endpointSource === 'stun' ? (
+          <>
+            <dt>STUN</dt>
+            <dd id="mesh-stun">
+              {String(mesh.stun?.advice ?? '')}
+              {mesh.stun?.checkedAt ? (
+                <span class="hint">
+                  {' '}
+                  (checked <Time ms={ms(mesh.stun.checkedAt)} />)
+                </span>
+              ) : null}
+            </dd>
+          </>
+        ) : null}
+        {pending.length > 0 ? (
+          <>
+            <dt>Waiting for a re-push</dt>
+            <dd id="mesh-pending">
+              {pending.map((p) => String(p.name ?? p.machine)).join(', ')} {pending.length === 1 ? 'still dials' : 'still dial'} an old endpoint (a{' '}
+              <span class="mono">mesh-repush</span> run moves {pending.length === 1 ? 'it' : 'them'})
+            </dd>
+          </>
+        ) : null}
+      </dl>
+      {peers.length === 0 ? (
+        <p class="notice">No peers yet: machines get one when they are added.</p>
+      ) : (
+        <div class="table-wrap cards">
+          <table id="mesh-peers">
+            <thead>
+              <tr>
+                <th scope="col">Machine</th>
+                <th scope="col">Overlay</th>
+                <th scope="col">Dials</th>
+                <th scope="col">Session</th>
+                <th scope="col">Last handshake</th>
+                <th scope="col">Received, sent</th>
+              </tr>
+            </thead>
+            <tbody>
+              {peers.map((p) => (
+                <tr>
+                  <td data-label="Machine">{String(p.name ?? p.machine)}</td>
+                  <td data-label="Overlay" class="mono addr">
+                    {String(p.ipv4 ?? '')}
+                    {p.ipv6 ? (
+                      <>
+                        <br />
+                        {String(p.ipv6)}
+                      </>
+                    ) : null}
+                  </td>
+                  <td data-label="Dials" class="mono addr">
+                    <span>
+                      {p.dials ? String(p.dials) : '—'}
+                      {p.deliveredEndpoint !== undefined && p.deliveredEndpoint !== p.dials ? <span class="hint"> (holds {p.deliveredEndpoint ? String(p.deliveredEndpoint) : 'no mesh config yet'})</span> : null}
+                    </span>
+                  </td>
+                  <td data-label="Session">
+                    <span class={`badge ${session(p.latestHandshake, now).state}`}>{session(p.latestHandshake, now).label}</span>
+                  </td>
+                  <td data-label="Last handshake">{p.latestHandshake ? <Time ms={ms(p.latestHandshake)} /> : 'never'}</td>
+                  <td data-label="Received, sent">
+                    {bytes(p.rxBytes)}, {bytes(p.txBytes)}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+};
