@@ -3,15 +3,11 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import { Badge, Time } from '../layout.tsx';
+import { formatBytes } from '../../../lib/bytes.ts';
 
 const ms = (iso: unknown): number | null => (typeof iso === 'string' ? Date.parse(iso) : null);
 
-function bytes(n: unknown): string {
-  const v = typeof n === 'number' ? n : 0;
-  if (v < 1024) return `${v} B`;
-  if (v < 1024 * 1024) return `${(v / 1024).toFixed(1)} KiB`;
-  return `${(v / 1024 / 1024).toFixed(1)} MiB`;
-}
+const bytes = (n: unknown): string => formatBytes(typeof n === 'number' ? n : 0);
 
 /** A peer's WireGuard session: no handshake yet, fresh, or older than WireGuard's 2-minute rekey plus slack. */
 function session(latest: unknown, now: number): { state: string; label: string } {
