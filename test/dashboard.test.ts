@@ -135,11 +135,20 @@ describe('pages and scoping', () => {
     await add('cp-2');
     const b = new FormClient(h.app);
     await b.login(await tenantToken(tenantId));
-    const off = await b.get(`/clusters/${clusterId}`);
+    const page = `/clusters/${clusterId}`;
+    const off = await b.get(page);
     expect(off.text).toContain('id="mesh-off"');
     expect(off.text).not.toContain('id="mesh-peers"');
 
-    expect((await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820' } })).status).toBe(200);
+    // Turned on from the page: the API's refusal stands under the field, with what was typed.
+    const refused = await b.submit(page, `${page}/mesh`, { endpoint: '127.0.0.1:51820' });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toMatch(/<p class="field-error" id="mesh-endpoint-error" role="alert">127\.0\.0\.1 is a loopback address: nodes dial the endpoint from their own network<\/p>/);
+    expect(refused.text).toContain('value="127.0.0.1:51820"');
+    expect((await h.call('GET', `/v1/clusters/${clusterId}/mesh`)).body.enabled).toBe(false);
+    const on1 = await b.submit(page, `${page}/mesh`, { endpoint: '203.0.113.7:51820' });
+    expect(on1.location).toBe(page);
+    expect((await h.call('GET', `/v1/clusters/${clusterId}/mesh`)).body).toMatchObject({ enabled: true, endpoint: '203.0.113.7:51820' });
     // cp-1 holds a config from before the endpoint moved; cp-2 has had none with the mesh yet.
     await markDelivered(h.deps.db, cp1, '198.51.100.5:51820');
     const on = (await b.get(`/clusters/${clusterId}`)).text;
@@ -156,6 +165,17 @@ describe('pages and scoping', () => {
     expect(row('cp-2')).toContain('<span class="badge none">no handshake</span>');
     expect(row('cp-2')).toContain('never');
 
+    // The waiting node is re-pushed from the page: the run opens.
+    const repush = await b.submit(page, `${page}/mesh/repush`, {});
+    expect(repush.location).toMatch(/^\/runs\/run_/);
+    const runs = (await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs as Array<{ id: string; kind: string }>;
+    expect(runs.map((r) => r.kind)).toEqual(['mesh-repush']);
+    // Busy with it, a second re-push is refused where the form is.
+    const busy = await b.submit(page, `${page}/mesh/repush`, {});
+    expect(busy.status).toBe(409);
+    expect(busy.text).toContain('id="mesh-form"');
+    expect((await h.call('POST', `/v1/runs/${runs[0]!.id}/cancel`)).status).toBe(202);
+
     // Following STUN, with a check that saw the hub on loopback: the advice says why nothing moved.
     h.deps.settings.meshStunServers = [{ host: 'stun1.example.net', port: 3478 }, { host: 'stun2.example.net', port: 3478 }];
     expect((await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: 'stun' } })).status).toBe(200);
@@ -163,6 +183,12 @@ describe('pages and scoping', () => {
     const stun = (await b.get(`/clusters/${clusterId}`)).text;
     expect(stun).toContain('learned with STUN');
     expect(stun).toMatch(/<dd id="mesh-stun">the STUN servers see the hub as 127\.0\.0\.1, a loopback address nodes elsewhere cannot dial/);
+    expect(stun).toContain('id="mesh-endpoint" name="endpoint" type="text" value="stun"');
+
+    // Turned off from the page.
+    expect((await b.submit(page, `${page}/mesh/off`, {})).location).toBe(page);
+    expect((await h.call('GET', `/v1/clusters/${clusterId}/mesh`)).body.enabled).toBe(false);
+    expect((await b.get(page)).text).toContain('id="mesh-off"');
   });
 
   it('shows what a health view reports: the rollup, last seen and the samples as a sparkline', async () => {

@@ -393,6 +393,21 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, 'edit');
     return go(c, `/clusters/${id}`);
   });
+  app.post('/clusters/:id/mesh', async (c) => {
+    const id = encodeURIComponent(c.req.param('id'));
+    const res = await api(c).send('PUT', `/v1/clusters/${id}/mesh`, pick(c.var.form, ['endpoint']));
+    if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, 'mesh');
+    // A changed endpoint queues the re-push of the nodes that hold the old one: show that run.
+    const repush = typeof res.body?.repush?.run === 'string' ? res.body.repush.run : undefined;
+    return go(c, repush ? `/runs/${encodeURIComponent(repush)}` : `/clusters/${id}`);
+  });
+  app.post('/clusters/:id/mesh/repush', clusterAction(clusterPath('/mesh/repush'), () => ({}), 'mesh'));
+  app.post('/clusters/:id/mesh/off', async (c) => {
+    const id = encodeURIComponent(c.req.param('id'));
+    const res = await api(c).send('DELETE', `/v1/clusters/${id}/mesh`);
+    if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, 'mesh');
+    return go(c, `/clusters/${id}`);
+  });
   app.post('/clusters/:id/delete', async (c) => {
     const id = encodeURIComponent(c.req.param('id'));
     const res = await api(c).send('DELETE', `/v1/clusters/${id}`);

@@ -53,7 +53,7 @@ export interface ClusterPageProps {
   now: number;
 }
 
-const INLINE_FORMS = new Set(['upgrade', 'upgrade-kubernetes', 'machine', 'edit', 'delete']);
+const INLINE_FORMS = new Set(['upgrade', 'upgrade-kubernetes', 'machine', 'edit', 'delete', 'mesh']);
 
 /** The API's message next to the form it belongs to. */
 export const FieldError: FC<{ show: boolean; error: string | undefined }> = ({ show, error }) =>
@@ -311,7 +311,7 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
         </form>
       </section>
 
-      <MeshSection mesh={mesh} now={now} />
+      <MeshSection v={v} cid={cid} mesh={mesh} now={now} error={failedForm === 'mesh' ? error : undefined} endpoint={keep('mesh').endpoint} />
 
       <section aria-labelledby="edit-h">
         <h2 id="edit-h">Settings</h2>

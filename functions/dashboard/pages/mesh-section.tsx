@@ -1,8 +1,10 @@
 // The cluster page's view of the WireGuard mesh (GET /v1/clusters/:id/mesh): what nodes dial, how
-// each peer is doing, and what the STUN check advises. Read-only: the mesh is set up through the API.
+// each peer is doing, and what the STUN check advises; forms turn it on with an endpoint (or STUN),
+// re-push waiting nodes and turn it off. A relay and the hub's prefixes are set through the API.
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
-import { Badge, Time } from '../layout.tsx';
+import { ActionButton, Badge, Csrf, errorFor, Field, Time } from '../layout.tsx';
+import { href, type View } from '../view.ts';
 import { formatBytes } from '../../../lib/bytes.ts';
 
 const ms = (iso: unknown): number | null => (typeof iso === 'string' ? Date.parse(iso) : null);
@@ -16,14 +18,45 @@ function session(latest: unknown, now: number): { state: string; label: string }
   return now - at <= 3 * 60_000 ? { state: 'up', label: 'up' } : { state: 'stale', label: 'stale' };
 }
 
-export const MeshSection: FC<{ mesh: Json | undefined; now: number }> = ({ mesh, now }) => {
+/** The endpoint form: on, or a new endpoint for a cluster already on the mesh. */
+const EndpointForm: FC<{ v: View; cid: string; on: boolean; value: string | undefined; error: string | undefined }> = ({ v, cid, on, value, error }) => {
+  const problem = errorFor(error, ['endpoint']);
+  return (
+    <form method="post" action={href(v, `/clusters/${cid}/mesh`)} class="card" id="mesh-form">
+      <h3>{on ? 'Change what nodes dial' : 'Turn the mesh on'}</h3>
+      <p class="hint">
+        Every machine gets a WireGuard peer on the runner's hub and, with its next push, a config that dials it. A changed endpoint is pushed to the nodes that hold the old one.
+      </p>
+      <Csrf v={v} />
+      {problem && !problem.field ? (
+        <p class="field-error" role="alert">
+          {problem.message}
+        </p>
+      ) : null}
+      <div class="fields">
+        <Field id="mesh-endpoint" name="endpoint" label="Endpoint" hint="the hub's public ip:port, or stun to learn it" placeholder="203.0.113.7:51820" value={value} error={problem?.field ? problem.message : undefined} required />
+      </div>
+      <button type="submit">{on ? 'Save endpoint' : 'Turn on'}</button>
+    </form>
+  );
+};
+
+export const MeshSection: FC<{ v: View; cid: string; mesh: Json | undefined; now: number; error?: string | undefined; endpoint?: string | undefined }> = ({
+  v,
+  cid,
+  mesh,
+  now,
+  error,
+  endpoint,
+}) => {
   if (!mesh?.enabled) {
     return (
       <section aria-labelledby="mesh-h">
         <h2 id="mesh-h">Mesh</h2>
         <p class="notice" id="mesh-off">
-          Off. Nodes behind NAT can reach the runner's WireGuard hub once it is on: <span class="mono">PUT /v1/clusters/:id/mesh</span> (see the API reference).
+          Off. Nodes behind NAT reach the runner's WireGuard hub once it is on.
         </p>
+        <EndpointForm v={v} cid={cid} on={false} value={endpoint} error={error} />
       </section>
     );
   }
@@ -115,6 +148,23 @@ export const MeshSection: FC<{ mesh: Json | undefined; now: number }> = ({ mesh,
           </table>
         </div>
       )}
+      <EndpointForm v={v} cid={cid} on={true} value={endpoint ?? (mesh.endpointSource === 'stun' ? 'stun' : (mesh.endpoint ?? undefined))} error={error} />
+      {pending.length > 0 ? (
+        <div class="actions">
+          <ActionButton v={v} action={`/clusters/${cid}/mesh/repush`} label="Re-push waiting nodes" kind="secondary" id="mesh-repush" />
+        </div>
+      ) : null}
+      <form method="post" action={href(v, `/clusters/${cid}/mesh/off`)} class="card danger-zone" id="mesh-turn-off">
+        <h3>Turn the mesh off</h3>
+        <Csrf v={v} />
+        <p class="hint">
+          The hub forgets this cluster's peers at once. Nodes keep dialling it until their next push; one the runner reaches only over the mesh (behind NAT) is out of reach
+          from then on.
+        </p>
+        <button type="submit" class="danger">
+          Turn the mesh off
+        </button>
+      </form>
     </section>
   );
 };
