@@ -8,6 +8,10 @@ import { alertOf, csrfOf, FormClient } from './support/dashboard-client.ts';
 import { createHarness, seedCluster, type Harness } from './support/harness.ts';
 import { markDelivered } from '../lib/mesh/store.ts';
 import { recordStun } from '../lib/mesh/stun-state.ts';
+import { createHash } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { clusters, etcdSnapshots } from '../db/schema/index.ts';
+import { snapshotSealContext } from '../functions/etcd/job.ts';
 
 let h: Harness;
 let worker: Worker | undefined;
@@ -189,6 +193,61 @@ describe('pages and scoping', () => {
     expect((await b.submit(page, `${page}/mesh/off`, {})).location).toBe(page);
     expect((await h.call('GET', `/v1/clusters/${clusterId}/mesh`)).body.enabled).toBe(false);
     expect((await b.get(page)).text).toContain('id="mesh-off"');
+  });
+
+  it('etcd and whole-cluster pushes from the page: push every metal machine, take a snapshot, defragment, download and restore one', async () => {
+    const { clusterId } = await seedCluster(h);
+    for (const name of ['cp-1', 'cp-2']) await h.call('POST', `/v1/clusters/${clusterId}/machines`, { body: { name, role: 'controlplane', provider: 'metal', address: '192.0.2.10' } });
+    const b = new FormClient(h.app);
+    await b.login(h.adminToken);
+    const page = `/clusters/${clusterId}`;
+    const runs = async () => (await h.call('GET', `/v1/runs?cluster=${clusterId}`)).body.runs as Array<{ id: string; kind: string; params: Record<string, unknown> }>;
+    const cancelAll = async () => {
+      for (const r of await runs()) await h.call('POST', `/v1/runs/${r.id}/cancel`);
+    };
+
+    const before = (await b.get(page)).text;
+    expect(before).toContain('Snapshots and defragmentation start once the cluster is bootstrapped.');
+    expect(before).not.toContain('id="etcd-take"');
+    expect(before).toContain('id="etcd-none"');
+    // One run for every metal machine, in maintenance mode, bootstrapping the first control plane.
+    const pushed = await b.submit(page, `${page}/push-config`, { insecure: 'on', bootstrap: 'on' });
+    expect(pushed.location).toMatch(/^\/runs\/run_/);
+    const [push] = await runs();
+    expect(push!.kind).toBe('push-cluster');
+    expect(push!.params.machines).toHaveLength(2);
+    expect(push!.params.bootstrap).toBeDefined();
+    await cancelAll();
+
+    await h.deps.db.update(clusters).set({ bootstrappedAt: Date.now() }).where(eq(clusters.id, clusterId));
+    const after = (await b.get(page)).text;
+    expect(after).not.toContain('id="cp-bootstrap"');
+    expect((await b.submit(page, `${page}/etcd-snapshots`, {})).location).toMatch(/^\/runs\/run_/);
+    expect((await runs()).map((r) => r.kind)).toContain('etcd-snapshot');
+    // Busy with it: a defragmentation is refused where the etcd section is.
+    const busy = await b.submit(page, `${page}/etcd-defrag`, {});
+    expect(busy.status).toBe(409);
+    expect(busy.text).toMatch(/<p class="field-error" role="alert" id="etcd-error">/);
+    await cancelAll();
+    expect((await b.submit(page, `${page}/etcd-defrag`, {})).location).toMatch(/^\/runs\/run_/);
+    await cancelAll();
+
+    // A stored snapshot is listed, downloads byte for byte through the page, and restores onto a control plane.
+    const file = Buffer.from('etcd-db'.padEnd(1000, '.'));
+    await h.deps.db.insert(etcdSnapshots).values({
+      id: 'esnap_dash', clusterId, createdAt: Date.now(), machineName: 'cp-1', sizeBytes: file.length, revision: '4242', sha256: createHash('sha256').update(file).digest('hex'),
+      trigger: 'manual', runId: null, sealed: h.deps.sealer.seal(file, snapshotSealContext(clusterId, 'esnap_dash')),
+    });
+    const listed = (await b.get(page)).text;
+    expect(listed).toContain('id="etcd-snapshots"');
+    expect(listed).toContain('4242');
+    expect(listed).toContain(`href="${page}/etcd-snapshots/esnap_dash" download`);
+    const res = await h.app.request(`http://localhost${page}/etcd-snapshots/esnap_dash`, { headers: { cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join("; ") } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-etcd-revision')).toBe('4242');
+    expect(Buffer.from(await res.arrayBuffer()).equals(file)).toBe(true);
+    expect((await b.submit(page, `${page}/etcd-snapshots/esnap_dash/restore`, { machine: 'cp-2' })).location).toMatch(/^\/runs\/run_/);
+    expect((await runs()).find((r) => r.kind === 'etcd-restore')?.params).toEqual({ snapshot: 'esnap_dash', machine: (await h.call('GET', `/v1/clusters/${clusterId}/machines`)).body.machines.find((m: { name: string }) => m.name === 'cp-2').id });
   });
 
   it('shows what a health view reports: the rollup, last seen and the samples as a sparkline', async () => {

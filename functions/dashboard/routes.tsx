@@ -200,11 +200,12 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     const id = encodeURIComponent(c.req.param('id')!);
     const cl = await client.get(`/v1/clusters/${id}`);
     if (!cl.ok) return notFoundOr(c, cl, 'Cluster');
-    const [ms, rs, health, mesh] = await Promise.all([
+    const [ms, rs, health, mesh, snaps] = await Promise.all([
       client.get(`/v1/clusters/${id}/machines`),
       client.get(`/v1/runs?cluster=${id}&limit=20`),
       readHealth(healthView, healthContext(c, client), cl.body.id).catch(() => UNKNOWN_REPORT),
       client.get(`/v1/clusters/${id}/mesh`),
+      client.get(`/v1/clusters/${id}/etcd-snapshots`),
     ]);
     return render(
       c,
@@ -216,6 +217,7 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
         runs={rs.ok ? rs.body.runs : []}
         health={health}
         mesh={mesh.ok ? mesh.body : undefined}
+        snapshots={snaps.ok ? snaps.body.snapshots : undefined}
         error={error ?? ms.error ?? rs.error}
         failedForm={failedForm}
         values={c.var.form}
@@ -408,6 +410,32 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     if (!res.ok) return clusterPage(c, res.status as ContentfulStatusCode, res.error, 'mesh');
     return go(c, `/clusters/${id}`);
   });
+  // etcd: take a snapshot, defragment, restore one (each a run), and download one (secrets:read).
+  app.post('/clusters/:id/etcd-snapshots', clusterAction(clusterPath('/etcd-snapshots'), () => ({}), 'etcd'));
+  app.post('/clusters/:id/etcd-defrag', clusterAction(clusterPath('/etcd-defrag'), () => ({}), 'etcd'));
+  app.post(
+    '/clusters/:id/etcd-snapshots/:sid/restore',
+    clusterAction((c) => `${clusterPath('/etcd-snapshots/')(c)}${encodeURIComponent(c.req.param('sid')!)}/restore`, (f) => pick(f, ['machine']), 'etcd'),
+  );
+  app.get('/clusters/:id/etcd-snapshots/:sid', async (c) => {
+    const res = await api(c).raw(`${clusterPath('/etcd-snapshots/')(c)}${encodeURIComponent(c.req.param('sid'))}`, { headers: { accept: 'application/octet-stream' } });
+    if (!res.ok) {
+      const body = (await res.json().catch(() => null)) as Json;
+      return clusterPage(c, res.status as ContentfulStatusCode, `The snapshot is not available: ${String(body?.error?.message ?? res.status)}`, 'etcd');
+    }
+    // Streamed through as the API streams it, never held here.
+    const headers: Record<string, string> = { ...SECURITY_HEADERS, 'content-type': 'application/octet-stream', 'cache-control': 'no-store' };
+    for (const h of ['content-length', 'content-disposition', 'x-etcd-revision', 'x-content-sha256']) {
+      const value = res.headers.get(h);
+      if (value !== null) headers[h] = value;
+    }
+    return new Response(res.body, { status: 200, headers });
+  });
+  // Every bare-metal machine in one run.
+  app.post(
+    '/clusters/:id/push-config',
+    clusterAction(clusterPath('/push-config'), (f) => ({ insecure: f.insecure === 'on', ...(f.bootstrap === 'on' ? { bootstrap: true } : {}) }), 'cluster-push'),
+  );
   app.post('/clusters/:id/delete', async (c) => {
     const id = encodeURIComponent(c.req.param('id'));
     const res = await api(c).send('DELETE', `/v1/clusters/${id}`);

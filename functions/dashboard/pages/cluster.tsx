@@ -8,6 +8,7 @@ import { href, type FormValues, type View } from '../view.ts';
 import { HealthBadge } from './clusters.tsx';
 import { RunsTable } from './runs-table.tsx';
 import { MeshSection } from './mesh-section.tsx';
+import { EtcdSection } from './etcd-section.tsx';
 
 export const ROLES: Array<[string, string]> = [
   ['controlplane', 'Control plane'],
@@ -46,6 +47,8 @@ export interface ClusterPageProps {
   health: ClusterHealthReport;
   /** GET /v1/clusters/:id/mesh, when it could be read. */
   mesh?: Json;
+  /** GET /v1/clusters/:id/etcd-snapshots' list, when it could be read. */
+  snapshots?: Json[] | undefined;
   error?: string | undefined;
   /** The form that failed, so its values are kept: e.g. "machine", "upgrade". */
   failedForm?: string;
@@ -53,7 +56,7 @@ export interface ClusterPageProps {
   now: number;
 }
 
-const INLINE_FORMS = new Set(['upgrade', 'upgrade-kubernetes', 'machine', 'edit', 'delete', 'mesh']);
+const INLINE_FORMS = new Set(['upgrade', 'upgrade-kubernetes', 'machine', 'edit', 'delete', 'mesh', 'etcd', 'cluster-push']);
 
 /** The API's message next to the form it belongs to. */
 export const FieldError: FC<{ show: boolean; error: string | undefined }> = ({ show, error }) =>
@@ -88,7 +91,7 @@ function unfinishedUpgrade(machines: Json[]): { versions: string[]; names: strin
   return { versions, names: held.map((m) => String(m.name)) };
 }
 
-export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, mesh, error, failedForm, values = {}, now }) => {
+export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, health, mesh, snapshots, error, failedForm, values = {}, now }) => {
   const cid = encodeURIComponent(cluster.id);
   const keep = (form: string) => (failedForm === form ? values : {});
   const problem = (form: string, fields: string[]) => (failedForm === form ? errorFor(error, fields) : undefined);
@@ -296,6 +299,25 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
             </table>
           </div>
         )}
+        {machines.some((m) => m.provider === 'metal') ? (
+          <form method="post" action={href(v, `/clusters/${cid}/push-config`)} class="card" id="cluster-push">
+            <h3>Push config to every bare-metal machine</h3>
+            <p class="hint">One run, the machines concurrently; one that fails fails alone and is named at the end.</p>
+            <Csrf v={v} />
+            <FieldError show={failedForm === 'cluster-push'} error={error} />
+            <div class="field check">
+              <input id="cp-insecure" type="checkbox" name="insecure" value="on" checked={failedForm === 'cluster-push' && values.insecure === 'on'} />
+              <label for="cp-insecure">Machines in maintenance mode (no client certificate; no fingerprints pinned from here)</label>
+            </div>
+            {!cluster.bootstrapped && (
+              <div class="field check">
+                <input id="cp-bootstrap" type="checkbox" name="bootstrap" value="on" checked={failedForm === 'cluster-push' && values.bootstrap === 'on'} />
+                <label for="cp-bootstrap">Bootstrap the first control plane once it is configured</label>
+              </div>
+            )}
+            <button type="submit">Push to every bare-metal machine</button>
+          </form>
+        ) : null}
         <form method="post" action={href(v, `/clusters/${cid}/machines`)} class="card">
           <h3>Add a machine</h3>
           <Csrf v={v} />
@@ -310,6 +332,15 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
           <button type="submit">Add machine</button>
         </form>
       </section>
+
+      <EtcdSection
+        v={v}
+        cid={cid}
+        bootstrapped={Boolean(cluster.bootstrapped)}
+        snapshots={snapshots}
+        controlPlanes={machines.filter((m) => m.role === 'controlplane')}
+        error={failedForm === 'etcd' ? error : undefined}
+      />
 
       <MeshSection v={v} cid={cid} mesh={mesh} now={now} error={failedForm === 'mesh' ? error : undefined} endpoint={keep('mesh').endpoint} />
 
