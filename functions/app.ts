@@ -3,17 +3,14 @@ import { TrieRouter } from 'hono/router/trie-router';
 import { HTTPException } from 'hono/http-exception';
 import { matchedRoutes } from 'hono/route';
 import { authFailureLimit, type AuthLimitOptions } from './auth-limit.ts';
-import { isUniqueViolation } from '../db/errors.ts';
-import { DomainError, errorMessage, type ProblemKind } from '../lib/errors.ts';
-import { ApiError, errorBody } from '../lib/http/errors.ts';
-import { ActiveRunConflict } from '../lib/jobs/queue.ts';
+import { errorMessage } from '../lib/errors.ts';
+import { errorBody } from '../lib/http/errors.ts';
+import { toApiError } from './api-error.ts';
 import type { AppEnv, Deps } from './context.ts';
 import type { DashboardOptions } from './dashboard/routes.tsx';
 import { countRequests } from './ops/count-requests.ts';
 import { opsRoutes } from './ops/routes.ts';
 
-/** The one place a domain failure becomes an HTTP status. */
-const STATUS_OF = { invalid: 400, forbidden: 403, not_found: 404, conflict: 409, unavailable: 503 } as const satisfies Record<ProblemKind, number>;
 
 export interface AppOptions {
   /** Failed-authentication limit per client; the client is the dashboard's remote address source unless it names its own. */
@@ -81,13 +78,8 @@ export function createApp(deps: Deps, opts: AppOptions = {}) {
   app.use(authFailureLimit({ ...opts.authLimit, remoteAddress: opts.authLimit?.remoteAddress ?? opts.dashboard?.remoteAddress }));
 
   app.onError((err, c) => {
-    if (err instanceof ApiError) return c.json(errorBody(err), err.status);
-    if (err instanceof DomainError) return c.json(errorBody(new ApiError(STATUS_OF[err.kind], err.code, err.message, err.details)), STATUS_OF[err.kind]);
-    if (err instanceof ActiveRunConflict) {
-      return c.json(errorBody(new ApiError(409, 'run_active', err.message, { activeRun: err.activeRunId })), 409);
-    }
-    // Two requests racing to create one name: the unique index decided, the loser is told so.
-    if (isUniqueViolation(err)) return c.json({ error: { code: 'conflict', message: 'that name is already taken' } }, 409);
+    const api = toApiError(err);
+    if (api) return c.json(errorBody(api), api.status);
     if (err instanceof HTTPException) {
       const code = err.status === 413 ? 'body_too_large' : 'http_error';
       return c.json({ error: { code, message: err.message || 'request rejected' } }, err.status);

@@ -24,8 +24,8 @@ import { currentVersion } from '../state/store.ts';
 import { findDelivery, insertDelivery, MAX_DELIVERY_ID_CHARS, recordDelivery, releaseRefusal, type Delivery } from '../webhooks/deliveries.ts';
 import { loadWebhookSecret } from '../webhooks/secret.ts';
 import { PROVISION_KIND, provisionJob, type ProvisionParams } from './job.ts';
-import { ActiveRunConflict, type Alongside } from '../../lib/jobs/queue.ts';
-import { DomainError } from '../../lib/errors.ts';
+import type { Alongside } from '../../lib/jobs/queue.ts';
+import { isRefusal } from '../api-error.ts';
 
 export const provisionBody = z.strictObject({
   mode: z.enum(['plan', 'apply']),
@@ -206,10 +206,6 @@ const reusedDelivery = (): ApiError =>
  */
 const githubRequest = (c: Context<AppEnv>): string => JSON.stringify([c.req.param('cluster') ?? '', c.req.query('mode') ?? null]);
 
-/** What the delivery asks for was refused (a 4xx), as opposed to a failure to act on it (a 5xx, after which it is still unseen). */
-const refusal = (err: unknown): boolean =>
-  err instanceof ActiveRunConflict || (err instanceof ApiError && err.status < 500) || (err instanceof DomainError && err.kind !== 'unavailable');
-
 /**
  * Keeps a GitHub delivery that was refused, with the request it was refused for; the first kept
  * stays. Best effort: nothing recorded leaves the delivery as unseen, as before.
@@ -293,7 +289,8 @@ export function provisionHookRoutes() {
         const q = parseWith(githubQuery, c.req.query());
         return await startHookRun(c, tenantId, { deliveryKey: auth.deliveryKey, cluster, mode: q.mode, destroy: false, refusedFor });
       } catch (err) {
-        if (refusal(err)) await keepRefusal(c, tenantId, auth.deliveryKey, refusedFor);
+        // A failure to act on it (a 5xx) leaves the delivery unseen, to be retried as it is.
+        if (isRefusal(err)) await keepRefusal(c, tenantId, auth.deliveryKey, refusedFor);
         throw err;
       }
     }
