@@ -59,6 +59,15 @@ export function isTransient(err: unknown): err is KubeApiError {
   return err.code === 'http' && err.status !== undefined && TRANSIENT_STATUS.has(err.status);
 }
 
+/** How long a failure's answer asked to be left alone (its Retry-After), 0 when it did not. */
+export const retryAfterOf = (err: unknown): number => (err instanceof KubeApiError ? (err.retryAfterMs ?? 0) : 0);
+
+/**
+ * The pause before a wait's next read: its poll interval, or longer when the last failure asked
+ * for more (a throttling or restarting apiserver's Retry-After), never past the `leftMs` the wait has.
+ */
+export const pauseBeforeNextRead = (pollMs: number, askedMs: number, leftMs: number): number => Math.max(0, Math.min(Math.max(pollMs, askedMs), leftMs));
+
 /** Classifies a transport failure (no HTTP answer) for `endpoint`. */
 export function transportError(endpoint: string, err: unknown): KubeApiError {
   const code = causeCode(err) ?? '';

@@ -3,7 +3,7 @@ import type { KubeSnapshot } from './types.ts';
 import type { KubeTarget } from './kubeconfig.ts';
 
 export { parseReadyzFailing } from './readyz.ts';
-export { KubeApiError, type KubeErrorCode } from './errors.ts';
+export { KubeApiError, pauseBeforeNextRead, retryAfterOf, type KubeErrorCode } from './errors.ts';
 export type { KubeTarget } from './kubeconfig.ts';
 export { parseQuantity, parseCpuCores, parseMemoryBytes } from './quantity.ts';
 export type { CollectOptions, KubeNode, KubeNodeAddress, KubeNodeMetrics, KubeSnapshot } from './types.ts';

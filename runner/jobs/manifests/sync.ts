@@ -11,7 +11,7 @@ import { errorMessage } from '../../../lib/errors.ts';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { InventoryPolicy } from '../../../functions/manifests/job.ts';
-import { isTransient, KubeApiError } from '../../../lib/kube/errors.ts';
+import { isTransient, KubeApiError, pauseBeforeNextRead, retryAfterOf } from '../../../lib/kube/errors.ts';
 import { applyObject, createObject, deleteObject, getObject, mergePatchObject, type StoredObject } from '../../../lib/kube/apply.ts';
 import { objectPath, restMapper, type ResourceMapping, type RestMapper } from '../../../lib/kube/discovery.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
@@ -302,7 +302,7 @@ async function applyOne(ctx: ManifestSyncContext, p: Planned, o: ManifestSyncOpt
  * The object at `path` (undefined once the server has none), or the failure of a read the next
  * poll may get past. A wait ends at its deadline, not at the first blip of an apiserver the
  * Kubernetes upgrade this sync ends has just restarted (go-kubernetes' Manager.Wait retries these
- * too). A failure's Retry-After stretches the pause before the next read (see pollPause).
+ * too). A failure's Retry-After stretches the pause before the next read (pauseBeforeNextRead).
  */
 async function readPolled(ctx: ManifestSyncContext, path: string): Promise<StoredObject | KubeApiError | undefined> {
   try {
@@ -316,14 +316,8 @@ async function readPolled(ctx: ManifestSyncContext, path: string): Promise<Store
 
 const lastFailure = (err: KubeApiError): string => `last read failed: ${err.message}`;
 
-/**
- * The pause before a wait's next read: its poll interval, or longer when a failed read's answer
- * asked for more (Retry-After: a throttling or restarting apiserver), never past the wait's end.
- */
-function pollPause(pollMs: number, end: number, failures: Array<KubeApiError | StoredObject | undefined>): number {
-  const asked = Math.max(0, ...failures.map((f) => (f instanceof KubeApiError ? (f.retryAfterMs ?? 0) : 0)));
-  return Math.max(0, Math.min(Math.max(pollMs, asked), end - Date.now()));
-}
+/** pauseBeforeNextRead for the reads of one round, the longest any of them was asked to wait. */
+const pollPause = (pollMs: number, end: number, reads: unknown[]): number => pauseBeforeNextRead(pollMs, Math.max(0, ...reads.map(retryAfterOf)), end - Date.now());
 
 /** A deletion is waited for at least this long, whatever the rollout wait (0 skips that, not this). */
 const GONE_WAIT_MIN_MS = 60_000;

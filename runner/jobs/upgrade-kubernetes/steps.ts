@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RunError } from '../../../lib/jobs/executor.ts';
 import type { RunEventInput } from '../../../lib/jobs/types.ts';
 import type { KubeWriter } from '../../../lib/kube/drain.ts';
-import { KubeApiError } from '../../../lib/kube/errors.ts';
+import { pauseBeforeNextRead, retryAfterOf } from '../../../lib/kube/errors.ts';
 import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { componentsAfterStep, configImage, stepConfig } from '../../../functions/upgrade/kubernetes-plan.ts';
@@ -136,7 +136,7 @@ async function waitDone(ctx: StepContext, step: Step, what: string): Promise<voi
     } catch (err) {
       hard.throwIfAborted();
       last = errorMessage(err);
-      if (err instanceof KubeApiError) asked = err.retryAfterMs ?? 0;
+      asked = retryAfterOf(err);
     }
     if (performance.now() >= deadline) {
       throw new RunError(`${what} did not become ready on ${ctx.version} within ${Math.round(timings.gateTimeoutMs / 1000)}s: ${last}`, {
@@ -145,7 +145,7 @@ async function waitDone(ctx: StepContext, step: Step, what: string): Promise<voi
         ...(step.kind === 'kube-proxy' ? {} : { node: step.machine.name }),
       });
     }
-    await sleep(Math.max(0, Math.min(Math.max(timings.pollMs, asked), deadline - performance.now())), undefined, { signal: hard });
+    await sleep(pauseBeforeNextRead(timings.pollMs, asked, deadline - performance.now()), undefined, { signal: hard });
   }
 }
 

@@ -1,6 +1,6 @@
 // Health reads for the upgrade gates: each Talos node's version, services and (control planes)
 // etcd view, plus one Kubernetes snapshot, judged by the same pure assessment the collect pass uses.
-import { collectKubernetes, KubeApiError, loadKubernetesClient, type KubeSnapshot } from '../../../lib/kube/index.ts';
+import { collectKubernetes, KubeApiError, loadKubernetesClient, retryAfterOf, type KubeSnapshot } from '../../../lib/kube/index.ts';
 import { isTalosApiError } from '../../../lib/talos/api/index.ts';
 import { assessCluster } from '../collect/assess.ts';
 import type { ClusterAssessment, Failed, MachineInput, TalosReport } from '../../../functions/collect/types.ts';
@@ -68,8 +68,8 @@ export async function readKube(access: ClusterAccess, t: UpgradeTimings, signal:
     const agent = await channels?.kubeAgent();
     return await collectKubernetes(await access.kubeconfig(), { deadlineMs: t.kubeDeadlineMs, signal, ...(agent ? { agent } : {}) });
   } catch (err) {
-    const asked = err instanceof KubeApiError ? err.retryAfterMs : undefined;
-    return { ...failed(err), ...(asked !== undefined ? { retryAfterMs: asked } : {}) };
+    const asked = retryAfterOf(err);
+    return { ...failed(err), ...(asked > 0 ? { retryAfterMs: asked } : {}) };
   }
 }
 

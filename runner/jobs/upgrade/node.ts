@@ -13,6 +13,7 @@ import { errorMessage } from '../../../lib/errors.ts';
 import type { UpgradeTimings } from '../../../functions/settings.ts';
 import { cordonOf, drainFor, forfeitLeadership, uncordon } from './drain.ts';
 import { CORDONED_REASON } from '../collect/assess.ts';
+import { pauseBeforeNextRead } from '../../../lib/kube/index.ts';
 import { untilPortReturns, type PortWatch } from '../node-port.ts';
 
 export interface NodeContext {
@@ -259,7 +260,7 @@ async function untilHealthy(ctx: NodeContext, targets: GateMachine[], problemsOf
     if (performance.now() >= deadline) throw fail(problems);
     // A throttled apiserver's Retry-After holds the next read back, within the gate's time.
     const asked = 'error' in read.kube ? (read.kube.retryAfterMs ?? 0) : 0;
-    await sleep(Math.max(0, Math.min(Math.max(timings.pollMs, asked), deadline - performance.now())), undefined, { signal: hard });
+    await sleep(pauseBeforeNextRead(timings.pollMs, asked, deadline - performance.now()), undefined, { signal: hard });
   }
 }
 
