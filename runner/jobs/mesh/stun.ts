@@ -5,7 +5,7 @@ import { eq } from 'drizzle-orm';
 import { clusters, meshClusters } from '../../../db/schema/index.ts';
 import type { Deps } from '../../../functions/context.ts';
 import { errorMessage } from '../../../lib/errors.ts';
-import { joinHostPort, loadHub, setClusterMesh } from '../../../lib/mesh/store.ts';
+import { joinHostPort, loadHub, setClusterMesh, type Hub } from '../../../lib/mesh/store.ts';
 import { localOnly } from '../../../lib/mesh/prefixes.ts';
 import { recordStun, type StunRow } from '../../../lib/mesh/stun-state.ts';
 import { detectNat, type NatReport, type StunServer } from '../../../lib/mesh/stun.ts';
@@ -36,14 +36,18 @@ export function usableEndpoint(report: NatReport, listenPort: number): string | 
 }
 
 export async function checkStun(deps: Deps, servers: StunServer[], opts: { bindAddress?: string; timeoutMs?: number } = {}): Promise<StunCheck | null> {
-  if (!(await loadHub(deps.db))) return null; // no mesh yet: nothing to tell anyone
-  return applyStunReport(deps, await detectNat(servers, { ...opts, timeoutMs: opts.timeoutMs ?? 2_000 }));
+  const hub = await loadHub(deps.db);
+  if (!hub) return null; // no mesh yet: nothing to tell anyone
+  return applyReport(deps, hub, await detectNat(servers, { ...opts, timeoutMs: opts.timeoutMs ?? 2_000 }));
 }
 
 /** Records what a check found and moves the `stun` clusters to its endpoint, if it has a usable one. */
 export async function applyStunReport(deps: Deps, report: NatReport): Promise<StunCheck | null> {
   const hub = await loadHub(deps.db);
-  if (!hub) return null;
+  return hub ? applyReport(deps, hub, report) : null;
+}
+
+async function applyReport(deps: Deps, hub: Hub, report: NatReport): Promise<StunCheck> {
   const endpoint = usableEndpoint(report, hub.row.listenPort);
   const observed: StunRow['observed'] = report.observed.map((o) => ({
     server: o.server,
