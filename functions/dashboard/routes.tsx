@@ -242,6 +242,28 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   };
   const clusterPath = (suffix: string) => (c: Ctx) => `/v1/clusters/${encodeURIComponent(c.req.param('id')!)}${suffix}`;
 
+  /**
+   * A file from the API, passed on as it streams (never held here): `pass` are the API's headers
+   * kept, over `contentType` and `headers`. A refusal shows on the cluster page, at `formName`.
+   */
+  const download = async (
+    c: Ctx,
+    apiPath: string,
+    o: { what: string; formName: string; contentType: string; headers: Record<string, string>; pass: string[] },
+  ): Promise<Response> => {
+    const res = await api(c).raw(apiPath, { headers: { accept: o.contentType } });
+    if (!res.ok) {
+      const body = (await res.json().catch(() => null)) as Json;
+      return clusterPage(c, res.status as ContentfulStatusCode, `The ${o.what} is not available: ${String(body?.error?.message ?? res.status)}`, o.formName);
+    }
+    const headers: Record<string, string> = { ...SECURITY_HEADERS, 'content-type': o.contentType, ...o.headers };
+    for (const name of o.pass) {
+      const value = res.headers.get(name);
+      if (value !== null) headers[name] = value;
+    }
+    return new Response(res.body, { status: 200, headers });
+  };
+
   app.post('/clusters/:id/provision', clusterAction(clusterPath('/provision'), (f) => pick(f, ['mode']), 'provision'));
   app.post('/clusters/:id/bootstrap', clusterAction(clusterPath('/bootstrap'), () => ({}), 'bootstrap'));
   app.post(
@@ -417,20 +439,15 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
     '/clusters/:id/etcd-snapshots/:sid/restore',
     clusterAction((c) => `${clusterPath('/etcd-snapshots/')(c)}${encodeURIComponent(c.req.param('sid')!)}/restore`, (f) => pick(f, ['machine']), 'etcd'),
   );
-  app.get('/clusters/:id/etcd-snapshots/:sid', async (c) => {
-    const res = await api(c).raw(`${clusterPath('/etcd-snapshots/')(c)}${encodeURIComponent(c.req.param('sid'))}`, { headers: { accept: 'application/octet-stream' } });
-    if (!res.ok) {
-      const body = (await res.json().catch(() => null)) as Json;
-      return clusterPage(c, res.status as ContentfulStatusCode, `The snapshot is not available: ${String(body?.error?.message ?? res.status)}`, 'etcd');
-    }
-    // Streamed through as the API streams it, never held here.
-    const headers: Record<string, string> = { ...SECURITY_HEADERS, 'content-type': 'application/octet-stream', 'cache-control': 'no-store' };
-    for (const h of ['content-length', 'content-disposition', 'x-etcd-revision', 'x-content-sha256']) {
-      const value = res.headers.get(h);
-      if (value !== null) headers[h] = value;
-    }
-    return new Response(res.body, { status: 200, headers });
-  });
+  app.get('/clusters/:id/etcd-snapshots/:sid', (c) =>
+    download(c, `${clusterPath('/etcd-snapshots/')(c)}${encodeURIComponent(c.req.param('sid'))}`, {
+      what: 'snapshot',
+      formName: 'etcd',
+      contentType: 'application/octet-stream',
+      headers: { 'cache-control': 'no-store' },
+      pass: ['content-length', 'content-disposition', 'x-etcd-revision', 'x-content-sha256'],
+    }),
+  );
   // Every bare-metal machine in one run.
   app.post(
     '/clusters/:id/push-config',
@@ -444,17 +461,15 @@ export function dashboardRoutes(dispatch: Dispatch, opts: DashboardOptions = {})
   });
   app.post('/clusters/:id/destroy', clusterAction(clusterPath('/provision'), () => ({ mode: 'plan', destroy: true }), 'destroy'));
   for (const file of ['talosconfig', 'kubeconfig'] as const) {
-    app.get(`/clusters/:id/${file}`, async (c) => {
-      const res = await api(c).raw(`/v1/clusters/${encodeURIComponent(c.req.param('id'))}/${file}`, { headers: { accept: 'application/yaml' } });
-      if (!res.ok) {
-        const body = (await res.json().catch(() => null)) as Json;
-        return clusterPage(c, res.status as ContentfulStatusCode, `The ${file} is not available: ${String(body?.error?.message ?? res.status)}`, 'download');
-      }
-      return new Response(res.body, {
-        status: 200,
-        headers: { ...SECURITY_HEADERS, 'content-type': res.headers.get('content-type') ?? 'application/yaml', 'content-disposition': res.headers.get('content-disposition') ?? `attachment; filename="${file}"` },
-      });
-    });
+    app.get(`/clusters/:id/${file}`, (c) =>
+      download(c, clusterPath(`/${file}`)(c), {
+        what: file,
+        formName: 'download',
+        contentType: 'application/yaml',
+        headers: { 'content-disposition': `attachment; filename="${file}"` },
+        pass: ['content-type', 'content-disposition'],
+      }),
+    );
   }
 
   // ---- one machine: charts, edit, delete ----
