@@ -20,7 +20,7 @@ const NODE_ONLY = {
   ],
 };
 // lib/ folders that only the runner uses; they may use Node.
-const NODE_LIB = ['lib/tofu/**', 'lib/kube/**', 'lib/talos/api/**', 'lib/crypto/master-key.ts', 'lib/mesh/hub-driver.ts', 'lib/mesh/relay.ts', 'lib/mesh/relay-main.ts', 'lib/mesh/stun.ts', 'lib/log.ts'];
+const NODE_LIB = ['lib/tofu/**', 'lib/kube/**', 'lib/talos/api/**', 'lib/crypto/master-key.ts', 'lib/mesh/hub-driver.ts', 'lib/mesh/relay.ts', 'lib/mesh/relay-main.ts', 'lib/mesh/stun.ts', 'lib/log.ts', 'lib/dial-guard.ts'];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'dist/', 'db/migrations/', 'test/screenshots/', '.wrangler/', '**/.wrangler/', 'lib/talos/schema/validators.js'] },

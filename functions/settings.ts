@@ -1,4 +1,5 @@
 // The host's settings as handlers and executors see them; only types, so any host can supply them.
+import type { NodeNetworks } from '../lib/talos/node-networks.ts';
 
 /** What handlers and executors need from the host; tests build their own. */
 export interface Settings {
@@ -56,6 +57,11 @@ export interface Settings {
   meshStunServers?: { host: string; port: number }[];
   /** Cron pattern of the STUN check (default every minute). */
   meshStunCron?: string;
+  /**
+   * The only networks machine addresses and cluster endpoints may be in (REZUS_NODE_NETWORKS):
+   * the API refuses an address outside them and the runner never dials one. Absent: any address.
+   */
+  nodeNetworks?: NodeNetworks;
 }
 
 export interface PushTimings {

@@ -57,6 +57,8 @@ export const addonOptionsSchema = z.object({
   master_key: optionalText(z.string().refine(validMasterKey, 'must be 32 bytes, as 64 hex characters or base64')),
   database_url: optionalText(z.string().regex(/^(libsql|https):\/\/[^\s]+$/, 'must be a libsql:// or https:// URL')),
   database_auth_token: optionalText(z.string()),
+  // Checked in full (CIDR networks) by the runner's REZUS_NODE_NETWORKS.
+  node_networks: optionalText(z.string().regex(/^[0-9A-Fa-f:./,\s]+$/, 'must be networks in CIDR form, e.g. 192.168.1.0/24,2001:db8::/48')),
   // Checked in full (two host:port entries) by the runner's REZUS_MESH_STUN_SERVERS.
   mesh_stun_servers: optionalText(z.string().regex(/^[^\s,]+:\d{1,5},[^\s,]+:\d{1,5}$/, 'must be two STUN servers, host:port,host:port')),
   backup_cron: optionalText(z.string().trim().refine(validCron, 'must be a cron pattern like "0 4 * * *" (optional seconds field)')),
@@ -94,6 +96,7 @@ export function addonOptionsToEnv(options: unknown): Record<string, string> {
   if (o.database_url) env.REZUS_DB_URL = o.database_url;
   if (o.database_auth_token) env.REZUS_DB_AUTH_TOKEN = o.database_auth_token;
   if (o.mesh_stun_servers) env.REZUS_MESH_STUN_SERVERS = o.mesh_stun_servers;
+  if (o.node_networks) env.REZUS_NODE_NETWORKS = o.node_networks;
   if (o.backup_cron) env.REZUS_BACKUP_CRON = o.backup_cron;
   if (o.backup_keep !== undefined) env.REZUS_BACKUP_KEEP = String(o.backup_keep);
   return env;

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { LogLevel } from '../lib/log.ts';
 import { parseStunServers, type StunServer } from '../lib/mesh/stun.ts';
+import { parseNodeNetworks, type NodeNetworks } from '../lib/talos/node-networks.ts';
 
 export interface RunnerConfig {
   dataDir: string;
@@ -32,6 +33,8 @@ export interface RunnerConfig {
   /** STUN servers of the mesh hub's public-address check; empty: off. */
   meshStunServers: StunServer[];
   meshStunCron: string;
+  /** Where machines and cluster endpoints may be; absent: anywhere. */
+  nodeNetworks?: NodeNetworks;
 }
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
@@ -112,6 +115,14 @@ function stunServers(env: Env): StunServer[] {
   return servers;
 }
 
+function nodeNetworks(env: Env): NodeNetworks | undefined {
+  try {
+    return parseNodeNetworks(str(env, 'REZUS_NODE_NETWORKS', ''));
+  } catch (err) {
+    throw new ConfigError('REZUS_NODE_NETWORKS', (err as Error).message, { cause: err });
+  }
+}
+
 /** The runner's whole configuration comes from the environment; everything has a default. */
 export function loadConfig(env: Env): RunnerConfig {
   const dataDir = resolve(str(env, 'REZUS_DATA_DIR', './data'));
@@ -143,5 +154,6 @@ export function loadConfig(env: Env): RunnerConfig {
     stateKeepVersions: int(env, 'REZUS_STATE_KEEP_VERSIONS', 1, 100_000, 100),
     meshStunServers: stunServers(env),
     meshStunCron: str(env, 'REZUS_MESH_STUN_CRON', '* * * * *'),
+    nodeNetworks: nodeNetworks(env),
   };
 }

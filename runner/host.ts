@@ -92,6 +92,7 @@ export async function startHost(
       trustIngress: config.trustIngress,
       stateKeepVersions: config.stateKeepVersions,
       ...(config.meshStunServers.length ? { meshStunServers: config.meshStunServers, meshStunCron: config.meshStunCron } : {}),
+      ...(config.nodeNetworks ? { nodeNetworks: config.nodeNetworks } : {}),
     },
     // Secret generation (keys, DER certificates, the config bundle) loads with the first cluster created, not at start.
     newClusterSecrets: async () => (await import('../lib/talos/secrets.ts')).generateSecrets(),

@@ -6,6 +6,7 @@ import { parseKey32 } from '../../lib/crypto/key-text.ts';
 import type { RunBus } from '../../lib/jobs/bus.ts';
 import { createJobs } from '../../lib/jobs/queue.ts';
 import { createLogger, type LogLevel } from '../../lib/log.ts';
+import { parseNodeNetworks } from '../../lib/talos/node-networks.ts';
 import type { Deps } from '../context.ts';
 import { noMetrics } from '../ops/http-metrics.ts';
 import { refusingSealer, runsAtHome } from './refuse.ts';
@@ -22,6 +23,8 @@ export interface EdgeEnv {
   /** SSE followers poll the database this often (ms); there is no in-process bus across hosts. */
   REZUS_FOLLOW_POLL_MS?: string;
   REZUS_STREAM_READS?: string;
+  /** The runner's REZUS_NODE_NETWORKS, so the Worker's API refuses the addresses the runner would never dial. */
+  REZUS_NODE_NETWORKS?: string;
 }
 
 // Nothing in an isolate waits for in-process nudges: followers and the home worker poll the database.
@@ -37,6 +40,8 @@ export function edgeDeps(env: EdgeEnv): Deps {
   const database = openWebDatabase({ url: env.REZUS_DB_URL, authToken: env.REZUS_DB_AUTH_TOKEN || undefined });
   const clock = { now: () => Date.now() };
   const level = LEVELS.has(env.REZUS_LOG_LEVEL ?? '') ? (env.REZUS_LOG_LEVEL as LogLevel) : 'info';
+  // A bad list stops every request, as it stops the runner at start: a Worker that ignored it would take addresses the runner refuses.
+  const nodeNetworks = parseNodeNetworks(env.REZUS_NODE_NETWORKS ?? '');
   const followPollMs = Number(env.REZUS_FOLLOW_POLL_MS) > 0 ? Number(env.REZUS_FOLLOW_POLL_MS) : 1000;
   // A request's subrequests: 50 on the free plan, of which the token and the run take a few.
   const streamReads = Number(env.REZUS_STREAM_READS) >= MIN_STREAM_READS ? Math.floor(Number(env.REZUS_STREAM_READS)) : DEFAULT_STREAM_READS;
@@ -60,6 +65,7 @@ export function edgeDeps(env: EdgeEnv): Deps {
       keepAliveMs: 15_000,
       streamReads,
       tofu: { pathEnv: '', selfUrl: '', cancelGraceMs: 0 },
+      ...(nodeNetworks ? { nodeNetworks } : {}),
     },
     metrics: noMetrics,
     newClusterSecrets: () => Promise.reject(runsAtHome('creating a cluster (RSA-4096 key generation)')),

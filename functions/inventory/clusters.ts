@@ -19,6 +19,8 @@ import { clusterMeshDeliveries } from '../../lib/mesh/dial.ts';
 import { hasLiveState } from '../state/store.ts';
 import { loadCluster, type ClusterRow } from './load.ts';
 import { dnsLabel, idParam } from './schemas.ts';
+import { refuseOutsideNetworks } from './address.ts';
+import { parseEndpoint } from '../../lib/talos/validate.ts';
 
 export const createCluster = z.strictObject({
   tenant: idParam,
@@ -49,6 +51,7 @@ export function clusterRoutes() {
     const tenant = await db.select().from(tenants).where(eq(tenants.id, body.tenant)).get();
     if (!tenant || !canSeeTenant(c.var.principal, tenant.id)) throw notFound('tenant');
     const { settings, talosVersion, kubernetesVersion, endpoint } = validateClusterInput(body);
+    refuseOutsideNetworks(c.var.deps.settings.nodeNetworks, parseEndpoint(endpoint)!.host, 'endpoint');
     const taken = await db.query.clusters.findFirst({
       where: (t, { and, eq }) => and(eq(t.tenantId, tenant.id), eq(t.name, body.name)),
     });
@@ -136,6 +139,7 @@ export function clusterRoutes() {
       patches: body.patches ?? current.patches,
       providerSettings: body.providerSettings ?? (cluster.settings.providerSettings as never),
     }, cluster);
+    if (body.endpoint !== undefined) refuseOutsideNetworks(c.var.deps.settings.nodeNetworks, parseEndpoint(merged.endpoint)!.host, 'endpoint');
     const next = { ...cluster, ...merged };
     const secrets = openClusterSecrets(c.var.deps, cluster);
     const rows = await db.select().from(machines).where(eq(machines.clusterId, cluster.id));

@@ -10,7 +10,7 @@ import { recordAudit } from '../audit/record.ts';
 import type { AppEnv } from '../context.ts';
 import { loadCluster, loadMachine, type MachineRow } from './load.ts';
 import { dnsLabel } from './schemas.ts';
-import { isNodeAddress } from './address.ts';
+import { addressHost, isNodeAddress, refuseOutsideNetworks } from './address.ts';
 import { renderOrReject } from '../machine-config/render.ts';
 import { openClusterSecrets } from '../machine-config/secrets.ts';
 import { patchList } from '../machine-config/settings.ts';
@@ -61,6 +61,7 @@ export function machineRoutes() {
     const cluster = await loadCluster(c, c.req.param('id'));
     const body = await readJson(c, createMachine);
     const { db, clock } = c.var.deps;
+    if (body.address) refuseOutsideNetworks(c.var.deps.settings.nodeNetworks, addressHost(body.address), 'address');
     const taken = await db
       .select({ id: machines.id })
       .from(machines)
@@ -107,6 +108,7 @@ export function machineRoutes() {
     const cluster = await loadCluster(c, c.req.param('id'));
     const machine = await loadMachine(c, cluster, c.req.param('mid'));
     const body = await readJson(c, updateMachine);
+    if (body.address) refuseOutsideNetworks(c.var.deps.settings.nodeNetworks, addressHost(body.address), 'address');
     // With its mesh document, as it is delivered: a patch may clash with it (a link of its name).
     renderOrReject(cluster, { ...machine, ...body }, openClusterSecrets(c.var.deps, cluster), 'patches', await meshDocuments(c.var.deps, machine.id));
     const [row] = await c.var.deps.db

@@ -3,6 +3,7 @@
 // and one keep-alive agent per call (unless the caller keeps one): parsing the YAML is cheap, and
 // sharing the agent means the parallel requests of one pass reuse TLS sessions.
 import type https from 'node:https';
+import type { DialGuard } from '../dial-guard.ts';
 import { openKubeConnection, type KubeConnection } from './connection.ts';
 import { startBudget, type Budget } from './deadline.ts';
 import { KubeApiError, httpError, transportError } from './errors.ts';
@@ -115,12 +116,14 @@ export async function collectKubernetes(
      * collections so a pass every minute reuses its connections; not destroyed here.
      */
     agent?: https.Agent;
+    /** Where a connection made here may go (REZUS_NODE_NETWORKS); an agent given carries its own. */
+    guard?: DialGuard | undefined;
   },
 ): Promise<KubeSnapshot> {
   const budget = startBudget(opts.deadlineMs, opts.signal);
   let conn: KubeConnection | undefined;
   try {
-    conn = openKubeConnection(kubeconfig, opts.agent);
+    conn = openKubeConnection(kubeconfig, opts.agent, opts.guard);
     const c = conn;
     const readyzAt = `GET ${c.server}/readyz?verbose`;
 

@@ -4,6 +4,7 @@
 // budget is retried until the drain's time is up.
 import type https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DialGuard } from '../dial-guard.ts';
 import { openKubeConnection } from './connection.ts';
 import { KubeApiError, httpError, transportError } from './errors.ts';
 import { kubeRequest } from './http.ts';
@@ -19,8 +20,8 @@ export interface KubeWriter {
  * `agent` shares a caller's keep-alive agent, so a run's drains, uncordons and health reads reuse
  * their TLS connections; the writer then leaves it open on close. Each request gets `deadlineMs`.
  */
-export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number, agent?: https.Agent): Promise<KubeWriter> {
-  const conn = openKubeConnection(kubeconfigYaml, agent);
+export async function openKubeWriter(kubeconfigYaml: string, deadlineMs: number, opts: { agent?: https.Agent; guard?: DialGuard | undefined } = {}): Promise<KubeWriter> {
+  const conn = openKubeConnection(kubeconfigYaml, opts.agent, opts.guard);
   const host = new URL(conn.server).host;
 
   return {

@@ -1,8 +1,10 @@
+import { DIAL_NOT_ALLOWED } from '../talos/node-networks.ts';
 import { errorMessage } from '../errors.ts';
 // Failures of the Kubernetes collection, reduced to the few kinds a caller acts on. Messages name
 // the endpoint (host and path) and the server's own status text; never headers, keys or tokens.
 
-export type KubeErrorCode = 'unreachable' | 'deadline' | 'unauthenticated' | 'forbidden' | 'tls' | 'http';
+/** `not-allowed`: the runner may not dial the server's address (REZUS_NODE_NETWORKS); nothing was sent. */
+export type KubeErrorCode = 'unreachable' | 'deadline' | 'unauthenticated' | 'forbidden' | 'tls' | 'http' | 'not-allowed';
 
 export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
@@ -72,6 +74,7 @@ export const pauseBeforeNextRead = (pollMs: number, askedMs: number, leftMs: num
 export function transportError(endpoint: string, err: unknown): KubeApiError {
   const code = causeCode(err) ?? '';
   const text = lowLevelText(err);
+  if (code === DIAL_NOT_ALLOWED) return new KubeApiError('not-allowed', `${endpoint}: ${text}`);
   if (CLIENT_CERT_REJECTED.test(code) || CLIENT_CERT_REJECTED.test(text.toUpperCase().replace(/ /g, '_'))) {
     return new KubeApiError('unauthenticated', `${endpoint}: client certificate rejected by the server (${text})`);
   }

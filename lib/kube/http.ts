@@ -4,6 +4,7 @@
 // client and its object graph would cost tens of megabytes for nothing.
 import https from 'node:https';
 import { createSecureContext } from 'node:tls';
+import type { DialGuard } from '../dial-guard.ts';
 import type { KubeTarget } from './kubeconfig.ts';
 
 export interface KubeResponse {
@@ -39,23 +40,46 @@ export interface KubeRequestOptions {
 }
 
 /**
+ * An agent that dials only inside the guard's networks: an IP literal outside them fails the
+ * request before any connection, a name is checked on what it resolves to.
+ */
+class GuardedAgent extends https.Agent {
+  constructor(
+    options: https.AgentOptions,
+    private readonly guard: DialGuard,
+  ) {
+    super(options);
+  }
+
+  override createConnection(options: https.RequestOptions & { host?: string }, callback: (err: Error | null, socket?: unknown) => void): ReturnType<https.Agent['createConnection']> {
+    const refused = this.guard.refusal(options.host ?? '');
+    if (refused) {
+      callback(refused);
+      return undefined as unknown as ReturnType<https.Agent['createConnection']>;
+    }
+    return super.createConnection({ ...options, lookup: this.guard.lookup }, callback);
+  }
+}
+
+/**
  * A keep-alive agent for the target. The TLS context is built once here: an agent given PEMs
  * builds one, parsing every key and certificate, for each connection it opens.
  */
-export function kubeAgent(target: KubeTarget, opts: { idleMs?: number; maxSockets?: number } = {}): https.Agent {
+export function kubeAgent(target: KubeTarget, opts: { idleMs?: number; maxSockets?: number; guard?: DialGuard | undefined } = {}): https.Agent {
   const secureContext = createSecureContext({
     ...(target.ca ? { ca: target.ca } : {}),
     ...(target.cert ? { cert: target.cert } : {}),
     ...(target.key ? { key: target.key } : {}),
   });
-  return new https.Agent({
+  const options: https.AgentOptions = {
     keepAlive: true,
     secureContext,
     rejectUnauthorized: !target.insecure,
     ...(target.servername ? { servername: target.servername } : {}),
     ...(opts.idleMs ? { timeout: opts.idleMs } : {}),
     ...(opts.maxSockets ? { maxSockets: opts.maxSockets } : {}),
-  });
+  };
+  return opts.guard ? new GuardedAgent(options, opts.guard) : new https.Agent(options);
 }
 
 /**

@@ -1,6 +1,7 @@
 // A cheap look at whether a node's Talos port accepts connections, so waits on a rebooting node
 // can check often without paying a TLS handshake and a gRPC client for every look.
 import { connect } from 'node:net';
+import type { DialGuard } from '../../lib/dial-guard.ts';
 import { pause } from './pause.ts';
 import { parseNodeAddress } from '../../lib/talos/api/address.ts';
 
@@ -11,12 +12,14 @@ import { parseNodeAddress } from '../../lib/talos/api/address.ts';
  */
 export type PortLook = 'open' | 'refused' | 'no-answer';
 
-export function lookAtPort(address: string, timeoutMs: number, signal?: AbortSignal): Promise<PortLook> {
+export function lookAtPort(address: string, timeoutMs: number, signal?: AbortSignal, guard?: DialGuard): Promise<PortLook> {
   const { host, port } = parseNodeAddress(address);
+  // Outside REZUS_NODE_NETWORKS: no connection; the probe that follows names the refusal.
+  if (guard?.refusal(host)) return Promise.resolve('no-answer');
   return new Promise((resolve) => {
     // Not connect's own `signal` option: its abort listener stays on the signal until that aborts,
     // and a wait makes thousands of looks on the one signal of a run.
-    const socket = connect({ host, port, timeout: timeoutMs });
+    const socket = connect({ host, port, timeout: timeoutMs, ...(guard ? { lookup: guard.lookup } : {}) });
     const done = (look: PortLook): void => {
       signal?.removeEventListener('abort', aborted);
       socket.destroy();
@@ -71,7 +74,7 @@ export const lookPauseMs = (waitedMs: number): number => Math.min(LOOK_MAX_MS, M
  * took a config, an upgrade), so a look then finds the port as open as it was, and costs the node
  * an accepted connection for nothing.
  */
-export async function untilPortReturns(address: string, maxMs: number, seen: PortWatch, signal: AbortSignal): Promise<void> {
+export async function untilPortReturns(address: string, maxMs: number, seen: PortWatch, signal: AbortSignal, guard?: DialGuard): Promise<void> {
   const end = performance.now() + maxMs;
   const starting = seen.since === undefined;
   seen.since ??= performance.now();
@@ -80,7 +83,7 @@ export async function untilPortReturns(address: string, maxMs: number, seen: Por
       const left = end - performance.now();
       if (left <= 0) return;
       const timeoutMs = Math.min(left, LOOK_TIMEOUT_MS);
-      const found = await lookAtPort(address, timeoutMs, signal);
+      const found = await lookAtPort(address, timeoutMs, signal, guard);
       signal.throwIfAborted();
       seen.refusing = found === 'refused';
       // A look cut short by the end of the wait says nothing about the node: over a long round

@@ -1,4 +1,5 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
+import type { DialGuard } from '../../dial-guard.ts';
 import { formatNodeAddress, parseNodeAddress } from './address.ts';
 import { CallFailure } from './call-failure.ts';
 import {
@@ -26,7 +27,7 @@ const MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 
 type Pem = string | Uint8Array;
 
-export type TalosClientOptions =
+export type TalosClientOptions = (
   | {
       /** Node booted without config: TLS without client cert, server cert optionally pinned. */
       mode: 'maintenance';
@@ -45,7 +46,11 @@ export type TalosClientOptions =
       serverName?: string;
       /** A context from createTalosSecureContext(ca, cert, key), reused across many clients of one identity. */
       secureContext?: SecureContext;
-    };
+    }
+) & {
+  /** Where the caller may dial (REZUS_NODE_NETWORKS): an address outside fails `not-allowed`, unsent. */
+  guard?: DialGuard;
+};
 
 /** The talosctl default containerd instance for installer images. */
 const SYSTEM_CONTAINERD = { driver: 'CRI', namespace: 'NS_SYSTEM' };
@@ -101,7 +106,7 @@ export class TalosApiClient {
         ...(opts.secureContext ? { secureContext: opts.secureContext } : {}),
       };
     }
-    this.channel = new NodeChannel({ host: addr.host, port: addr.port, authority: this.node, tls, maxMessageBytes: MAX_MESSAGE_BYTES });
+    this.channel = new NodeChannel({ host: addr.host, port: addr.port, authority: this.node, tls, maxMessageBytes: MAX_MESSAGE_BYTES, ...(opts.guard ? { guard: opts.guard } : {}) });
   }
 
   async applyConfiguration(input: ApplyConfigurationInput, opts?: CallOptions): Promise<ApplyConfigurationResult> {

@@ -7,6 +7,8 @@ export type TalosApiErrorCode =
   | 'canceled'
   | 'tls'
   | 'fingerprint-mismatch'
+  /** The runner may not dial the address (REZUS_NODE_NETWORKS); nothing was sent. */
+  | 'not-allowed'
   | 'unauthenticated'
   | 'permission-denied'
   | 'unimplemented'

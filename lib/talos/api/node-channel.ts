@@ -9,6 +9,7 @@ import { CallFailure } from './call-failure.ts';
 import { codeForStatus } from './errors.ts';
 import { decodeGrpcMessage, encodeMessage, FrameError, grpcTimeout, MessageReader } from './grpc-frames.ts';
 import { GrpcStatus, statusForHttp } from './grpc-status.ts';
+import type { DialGuard } from '../../dial-guard.ts';
 import { CLOSED_AFTER_HANDSHAKE, dialFailure, dialTls, type TalosTlsOptions } from './tls-connector.ts';
 
 /** A dial nobody waits for any more still ends here, as grpc's minimum connect timeout. */
@@ -36,6 +37,8 @@ export interface NodeChannelOptions {
   authority: string;
   tls: TalosTlsOptions;
   maxMessageBytes: number;
+  /** Where the runner may dial (REZUS_NODE_NETWORKS); absent: anywhere. */
+  guard?: DialGuard;
 }
 
 export interface Invocation {
@@ -204,7 +207,7 @@ export class NodeChannel {
   }
 
   private dial(): Promise<Live> {
-    const attempt = dialTls(this.opts.tls, this.opts.port);
+    const attempt = dialTls(this.opts.tls, this.opts.port, this.opts.guard);
     this.cancelDial = attempt.cancel;
     const timer = setTimeout(() => this.cancelDial?.(new CallFailure('deadline', GrpcStatus.DEADLINE_EXCEEDED, `no connection within ${DIAL_TIMEOUT_MS} ms`)), DIAL_TIMEOUT_MS);
     timer.unref();

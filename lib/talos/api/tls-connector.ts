@@ -1,4 +1,5 @@
 import * as tls from 'node:tls';
+import { DIAL_NOT_ALLOWED, type DialGuard } from '../../dial-guard.ts';
 import { isIpLiteral } from './address.ts';
 import { CallFailure } from './call-failure.ts';
 import { certificateMatchesPin, type CertificatePin } from './fingerprint.ts';
@@ -51,14 +52,15 @@ function isTlsError(err: NodeJS.ErrnoException): boolean {
 
 /** What a socket error before the first reply means for the caller. */
 export function dialFailure(err: NodeJS.ErrnoException): CallFailure {
+  if (err.code === DIAL_NOT_ALLOWED) return new CallFailure('not-allowed', GrpcStatus.PERMISSION_DENIED, err.message);
   // OpenSSL's reason ("tlsv13 alert certificate required") without its source file and line.
   if (isTlsError(err)) return new CallFailure('tls', GrpcStatus.UNAVAILABLE, (err as { reason?: string }).reason ?? err.message);
   if (NOT_REACHED.has(err.code ?? '')) return new CallFailure('unreachable', GrpcStatus.UNAVAILABLE, err.message);
   return new CallFailure('connection-lost', GrpcStatus.UNAVAILABLE, err.message);
 }
 
-function connectOptions(o: TalosTlsOptions, port: number): tls.ConnectionOptions {
-  const base: tls.ConnectionOptions = { host: o.host, port, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2' };
+function connectOptions(o: TalosTlsOptions, port: number, guard: DialGuard | undefined): tls.ConnectionOptions {
+  const base: tls.ConnectionOptions = { host: o.host, port, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2', ...(guard ? { lookup: guard.lookup } : {}) };
   if (o.kind === 'maintenance') {
     // The maintenance certificate is self-signed and ephemeral; trust comes from the pin, if any.
     return { ...base, secureContext: sharedMaintenanceContext(), rejectUnauthorized: false, ...(isIpLiteral(o.host) ? {} : { servername: o.host }) };
@@ -83,10 +85,13 @@ export interface TlsDial {
 
 /**
  * TCP connect and TLS handshake to a node. Pinning is checked here, before the HTTP/2 preface,
- * so a node that does not match the pin never sees a request.
+ * so a node that does not match the pin never sees a request. With a `guard`, an address outside
+ * its networks is never dialled.
  */
-export function dialTls(opts: TalosTlsOptions, port: number): TlsDial {
-  const socket = tls.connect(connectOptions(opts, port));
+export function dialTls(opts: TalosTlsOptions, port: number, guard?: DialGuard): TlsDial {
+  const refused = guard?.refusal(opts.host);
+  if (refused) return { socket: Promise.reject(dialFailure(refused)), cancel: () => {} };
+  const socket = tls.connect(connectOptions(opts, port, guard));
   // A call is a HEADERS frame then a small DATA frame: with Nagle's algorithm the second waits for
   // the node's delayed ACK, tens of milliseconds per call.
   socket.setNoDelay(true);

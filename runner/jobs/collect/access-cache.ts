@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { Agent } from 'node:https';
 import type { SecureContext } from 'node:tls';
+import { guardFor, type DialGuard } from '../../../lib/dial-guard.ts';
 import { createTalosClient, createTalosSecureContext, TalosChannelPool, type TalosApiClient } from '../../../lib/talos/api/index.ts';
 import { kubeAdminCredentials, kubeServerOf, talosAdminCredentials, type ClientCredentials } from '../../../lib/talos/clientconfig.ts';
 import { kubeAgent } from '../../../lib/kube/http.ts';
@@ -84,14 +85,15 @@ export class CollectAccessCache {
     private readonly now: () => number = Date.now,
   ) {}
 
-  access(deps: Pick<Deps, 'sealer'>, cluster: AccessCluster): CollectAccess {
+  access(deps: Pick<Deps, 'sealer' | 'settings'>, cluster: AccessCluster): CollectAccess {
     const entry = this.entryFor(deps, cluster);
+    const guard = guardFor(deps.settings.nodeNetworks);
     const talos = (): Promise<TalosCredentials> => (entry.talos ??= entry.mintTalos());
     return {
       talosClient: async (address) => {
         const t = await talos();
         return this.channels.get(address, t.identity, () =>
-          createTalosClient({ mode: 'configured', address, ca: t.creds.caPem, cert: t.creds.certPem, key: t.creds.keyPem, secureContext: t.context }),
+          createTalosClient({ mode: 'configured', address, ca: t.creds.caPem, cert: t.creds.certPem, key: t.creds.keyPem, secureContext: t.context, ...(guard ? { guard } : {}) }),
         );
       },
       discard: async (address) => {
@@ -110,7 +112,7 @@ export class CollectAccessCache {
     this.channels.close();
   }
 
-  private entryFor(deps: Pick<Deps, 'sealer'>, cluster: AccessCluster): Entry {
+  private entryFor(deps: Pick<Deps, 'sealer' | 'settings'>, cluster: AccessCluster): Entry {
     const cur = this.entries.get(cluster.id);
     const fresh = cur && cur.sealed === cluster.secretsSealed && cur.name === cluster.name && cur.endpoint === cluster.endpoint && this.now() - cur.mintedAt < CREDENTIALS_TTL_MS;
     if (cur && fresh) return cur;
@@ -139,7 +141,7 @@ export class CollectAccessCache {
       },
       kube: undefined,
       mintKube: () => {
-        const kube = kubeAccess(cluster.endpoint, secrets);
+        const kube = kubeAccess(cluster.endpoint, secrets, guardFor(deps.settings.nodeNetworks));
         kube.catch(forget);
         return kube;
       },
@@ -158,11 +160,11 @@ export class CollectAccessCache {
  * fresh admin certificate from the cluster's Kubernetes CA), built directly; its agent carries
  * one TLS context built here, not one per connection.
  */
-async function kubeAccess(endpoint: string, secrets: Parameters<typeof kubeAdminCredentials>[0]): Promise<KubeAccess> {
+async function kubeAccess(endpoint: string, secrets: Parameters<typeof kubeAdminCredentials>[0], guard: DialGuard | undefined): Promise<KubeAccess> {
   const server = kubeServerOf(endpoint);
   const creds = await kubeAdminCredentials(secrets);
   const target: KubeTarget = { server, ca: creds.caPem, cert: creds.certPem, key: creds.keyPem, insecure: false };
-  return { target, agent: kubeAgent(target, { idleMs: KUBE_IDLE_MS, maxSockets: KUBE_SOCKETS }) };
+  return { target, agent: kubeAgent(target, { idleMs: KUBE_IDLE_MS, maxSockets: KUBE_SOCKETS, guard }) };
 }
 
 const caches = new WeakMap<object, CollectAccessCache>();

@@ -47,7 +47,7 @@ export const syncManifestsExecutor: JobExecutor<Deps, SyncManifestsParams> = asy
   const dial = await talosDialer(deps, cluster.id);
   const controlPlanes = (await reachableControlPlanes(deps, cluster.id, dial)).map((m) => ({ name: m.name, address: dial(m)! }));
   const access = await clusterAccess(deps, { ...cluster, endpoint: dial.kubeEndpoint(cluster, rows) });
-  const kube = await openKubeWriter(await access.kubeconfig(), timings.kubeDeadlineMs);
+  const kube = await openKubeWriter(await access.kubeconfig(), timings.kubeDeadlineMs, { guard: access.dialGuard });
   try {
     return await syncAndReport({ access, kube, controlPlanes, hard: abortedUnlessCanceled(signal), signal, emit }, syncOptions(timings, params));
   } finally {

@@ -157,7 +157,7 @@ export async function pushMachine(ctx: Ctx, p: PushConfigParams, shared?: Cluste
   const call = { deadlineMs: t.callDeadlineMs, signal };
   const client: TalosApiClient =
     channel === 'maintenance'
-      ? createTalosClient({ mode: 'maintenance', address, ...(p.certFingerprint ? { fingerprint: p.certFingerprint } : {}) })
+      ? createTalosClient({ mode: 'maintenance', address, ...(p.certFingerprint ? { fingerprint: p.certFingerprint } : {}), ...(access.dialGuard ? { guard: access.dialGuard } : {}) })
       : await access.talosClient(address);
   let applied: ApplyConfigurationResult;
   let confirmed = true;

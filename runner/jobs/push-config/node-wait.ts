@@ -49,7 +49,7 @@ export async function waitForMtls(
   let last: unknown;
   // A node that just took its first config reboots: probing it before it went down would only
   // fail a TLS handshake against its maintenance certificate.
-  if (opts.rebooting) await untilPortReturns(address, Math.min(t.pollMs, t.readyTimeoutMs), seen, signal);
+  if (opts.rebooting) await untilPortReturns(address, Math.min(t.pollMs, t.readyTimeoutMs), seen, signal, access.dialGuard);
   for (;;) {
     signal.throwIfAborted();
     if (seen.refusing) last = REFUSED;
@@ -61,8 +61,9 @@ export async function waitForMtls(
         last = SAME_BOOT;
       } catch (err) {
         // Only the node's answers are worth waiting out: anything else (the admin certificate
-        // could not be minted, say) would fail the same way for the whole wait.
-        if (signal.aborted || !isTalosApiError(err)) throw err;
+        // could not be minted, say, or an address the runner may not dial) would fail the same
+        // way for the whole wait.
+        if (signal.aborted || !isTalosApiError(err) || err.code === 'not-allowed') throw err;
         // A probe whose deadline the wait's own end cut short says nothing about the node: the
         // timeout names what the probe before it found.
         const cutShort = err.code === 'deadline' && deadlineMs < t.callDeadlineMs && last !== undefined;
@@ -76,6 +77,6 @@ export async function waitForMtls(
       );
     }
     // A node that went down to reboot is probed again as soon as its port reopens.
-    await untilPortReturns(address, t.pollMs, seen, signal);
+    await untilPortReturns(address, t.pollMs, seen, signal, access.dialGuard);
   }
 }

@@ -139,7 +139,7 @@ export const upgradeKubernetesExecutor: JobExecutor<Deps, UpgradeKubernetesParam
 
   const hard = abortedUnlessCanceled(signal);
   // Loads the Kubernetes client before any deadline runs: loading stalls the event loop.
-  const kube = await openKubeWriter(await access.kubeconfig(), timings.kubeDeadlineMs);
+  const kube = await openKubeWriter(await access.kubeconfig(), timings.kubeDeadlineMs, { guard: access.dialGuard });
   const ctx: StepContext = { db: deps.db, access, kube, timings, version, hard, emit };
   try {
     await checkTalos(ctx, all);

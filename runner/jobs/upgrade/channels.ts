@@ -25,7 +25,7 @@ export function runChannels(access: ClusterAccess): RunChannels {
   const connection = (): Promise<KubeConnection> =>
     (kube ??= (async () => {
       const { openKubeConnection } = await import('../../../lib/kube/connection.ts');
-      return openKubeConnection(await access.kubeconfig());
+      return openKubeConnection(await access.kubeconfig(), undefined, access.dialGuard);
     })());
   const forget = (address: string): void => {
     const c = clients.get(address);
@@ -48,7 +48,7 @@ export function runChannels(access: ClusterAccess): RunChannels {
     },
     async kubeWriter(deadlineMs) {
       const k = await connection();
-      return openKubeWriter(await access.kubeconfig(), deadlineMs, k.agent);
+      return openKubeWriter(await access.kubeconfig(), deadlineMs, { agent: k.agent });
     },
     close() {
       for (const address of [...clients.keys()]) forget(address);

@@ -31,7 +31,7 @@ export const DEFAULT_DRAIN_TIMEOUT_MS = 5 * 60_000;
 type Event = (type: string, phase: string, text: string, extra?: Record<string, unknown>, level?: RunEventInput['level']) => Promise<void>;
 
 async function withWriter<T>(ctx: NodeContext, fn: (w: KubeWriter) => Promise<T>): Promise<T> {
-  const w = ctx.channels ? await ctx.channels.kubeWriter(ctx.timings.kubeDeadlineMs) : await openKubeWriter(await ctx.access.kubeconfig(), ctx.timings.kubeDeadlineMs);
+  const w = ctx.channels ? await ctx.channels.kubeWriter(ctx.timings.kubeDeadlineMs) : await openKubeWriter(await ctx.access.kubeconfig(), ctx.timings.kubeDeadlineMs, { guard: ctx.access.dialGuard });
   try {
     return await fn(w);
   } finally {

@@ -66,7 +66,7 @@ type KubeFailed = Failed & { retryAfterMs?: number };
 export async function readKube(access: ClusterAccess, t: UpgradeTimings, signal: AbortSignal, channels?: RunChannels): Promise<KubeSnapshot | KubeFailed> {
   try {
     const agent = await channels?.kubeAgent();
-    return await collectKubernetes(await access.kubeconfig(), { deadlineMs: t.kubeDeadlineMs, signal, ...(agent ? { agent } : {}) });
+    return await collectKubernetes(await access.kubeconfig(), { deadlineMs: t.kubeDeadlineMs, signal, guard: access.dialGuard, ...(agent ? { agent } : {}) });
   } catch (err) {
     const asked = retryAfterOf(err);
     return { ...failed(err), ...(asked > 0 ? { retryAfterMs: asked } : {}) };

@@ -238,13 +238,13 @@ async function waitForReboot(ctx: NodeContext, m: GateMachine, before: NodeState
       }
       last = `still up on ${now.tag}, not rebooted yet`;
     } catch (err) {
-      if (err instanceof RunError) throw err;
+      if (err instanceof RunError || isTalosApiError(err, 'not-allowed')) throw err;
       hard.throwIfAborted();
       last = message(err);
     }
     if (performance.now() >= deadline) throw fail(`did not come back on ${params.talosVersion} within ${Math.round(timings.rebootTimeoutMs / 1000)}s (${last})`);
     // Once the node has been seen down, it is probed again as soon as its port reopens.
-    await untilPortReturns(m.address, Math.min(timings.pollMs, deadline - performance.now()), seen, hard);
+    await untilPortReturns(m.address, Math.min(timings.pollMs, deadline - performance.now()), seen, hard, ctx.access.dialGuard);
   }
 }
 
