@@ -189,6 +189,31 @@ describe('the API', () => {
   });
 });
 
+describe('the mesh', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  it('is refused while the hub overlay prefix it would be dialled at is outside the list, before anything is written', async () => {
+    h = await createHarness({ patchDeps: (d) => (d.settings.nodeNetworks = networks('192.168.0.0/16')) });
+    const { clusterId } = await seedCluster(h, 'home', { endpoint: 'https://192.168.1.10:6443' });
+    const refused = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820' } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'mesh_outside_node_networks', details: { ipv4Prefix: '100.64.0.0/10' } });
+    expect(refused.body.error.message).toMatch(/^the hub's overlay prefix 100\.64\.0\.0\/10 is outside REZUS_NODE_NETWORKS=192\.168\.0\.0\/16/);
+    const after = await h.call('GET', `/v1/clusters/${clusterId}/mesh`);
+    expect(after.body.enabled).toBe(false);
+    expect(after.body.hub ?? null).toBeNull();
+
+    // A prefix the list covers (an admin's choice) is taken.
+    const inside = await h.call('PUT', `/v1/clusters/${clusterId}/mesh`, { body: { endpoint: '203.0.113.7:51820', ipv4Prefix: '192.168.200.0/24' } });
+    expect(inside.status, JSON.stringify(inside.body)).toBe(200);
+    expect(inside.body.hub.ipv4).toBe('192.168.200.1');
+  });
+});
+
 describe('runs against a list that leaves the nodes out', () => {
   let h: Harness | undefined;
   let worker: Worker | undefined;

@@ -6,7 +6,7 @@ import { requireScope } from '../auth.ts';
 import { ApiError } from '../../lib/http/errors.ts';
 import { readJson } from '../../lib/http/validate.ts';
 import type { HubStatus } from '../../lib/mesh/hub-driver-types.ts';
-import { DEFAULT_IPV4_PREFIX, InvalidPrefixError, parseEndpointLiteral, parsePrefix, unroutable } from '../../lib/mesh/prefixes.ts';
+import { DEFAULT_IPV4_PREFIX, InvalidPrefixError, parseEndpointLiteral, parsePrefix, unroutable, type Prefix } from '../../lib/mesh/prefixes.ts';
 import { loadStun, stunAdvice } from '../../lib/mesh/stun-state.ts';
 import { accepted, enqueueClusterRun } from '../runs/enqueue.ts';
 import { enqueueRepush, meshRepushJob } from './job.ts';
@@ -15,6 +15,7 @@ import {
   setClusterMesh, disableClusterMesh,
 } from '../../lib/mesh/store.ts';
 import { parseIp, formatIp } from '../../lib/talos/net.ts';
+import { networksCover } from '../../lib/talos/node-networks.ts';
 import type { AppEnv, Deps } from '../context.ts';
 import { loadCluster } from '../inventory/load.ts';
 
@@ -160,6 +161,19 @@ async function view(deps: Deps, clusterId: string, status: HubStatusOf | (() => 
   };
 }
 
+/**
+ * The runner dials a mesh cluster's nodes, and its Kubernetes API, at their IPv4 overlay
+ * addresses: with REZUS_NODE_NETWORKS set, a hub prefix outside it would leave every node of the
+ * cluster unreachable once its mesh config is delivered. Said before anything is written.
+ */
+function refuseOverlayOutside(deps: Deps, v4: Prefix): void {
+  const networks = deps.settings.nodeNetworks;
+  if (!networks || networksCover(networks, { family: 4, network: v4.network, prefix: v4.length, hostBitsSet: false })) return;
+  throw new ApiError(409, 'mesh_outside_node_networks', `the hub's overlay prefix ${v4.text} is outside REZUS_NODE_NETWORKS=${networks.text}: the runner dials mesh nodes there; add it to the list first`, {
+    ipv4Prefix: v4.text,
+  });
+}
+
 /** `PUT /:id/mesh` turns the cluster's mesh on (records desired state, allocates every machine), `GET` shows it. */
 export function meshRoutes() {
   const app = new Hono<AppEnv>();
@@ -181,6 +195,7 @@ export function meshRoutes() {
     try {
       const rows = await deps.db.select({ id: machines.id }).from(machines).where(eq(machines.clusterId, cluster.id)).orderBy(machines.name).all();
       const stored = await loadHub(deps.db);
+      refuseOverlayOutside(deps, stored?.v4 ?? parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX));
       const { highestIndex } = await ensureRoom(deps.db, stored ?? { v4: parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX), ...(body.ipv6Prefix ? { v6: parsePrefix(body.ipv6Prefix) } : {}) }, rows.map((m) => m.id));
       if (body.relay) checkRelayPorts(body.relay, highestIndex);
       const hub = await ensureHub(deps, { ipv4Prefix: body.ipv4Prefix, ipv6Prefix: body.ipv6Prefix });

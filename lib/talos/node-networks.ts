@@ -39,6 +39,11 @@ export function networksInclude(networks: NodeNetworks, ip: ParsedIp): boolean {
   return networks.cidrs.some((c) => cidrsOverlap(c, host));
 }
 
+/** Whether every address of `cidr` is inside one network of the list. */
+export function networksCover(networks: NodeNetworks, cidr: ParsedCidr): boolean {
+  return networks.cidrs.some((c) => c.prefix <= cidr.prefix && cidrsOverlap(c, cidr));
+}
+
 export function notAllowedText(what: string, networks: NodeNetworks): string {
   return `${what} is outside the networks the runner may dial (REZUS_NODE_NETWORKS=${networks.text})`;
 }
