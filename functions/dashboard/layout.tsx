@@ -1,4 +1,4 @@
-import type { FC, PropsWithChildren } from 'hono/jsx';
+import type { Child, FC, PropsWithChildren } from 'hono/jsx';
 import { formatTime, href, type View } from './view.ts';
 
 export type Section = 'clusters' | 'runs' | 'tenants' | 'audit' | 'backups' | 'api' | 'login' | 'none';
@@ -164,3 +164,22 @@ export const Badge: FC<{ state: string; id?: string }> = ({ state, id }) => (
 
 export const Time: FC<{ ms: number | null | undefined }> = ({ ms }) =>
   ms === null || ms === undefined ? <span>—</span> : <time datetime={new Date(ms).toISOString()}>{formatTime(ms)}</time>;
+
+/**
+ * A table that turns into one card per row on a narrow screen: `columns` head it, and each cell's
+ * `data-label` names its column in the card.
+ */
+export const CardTable: FC<PropsWithChildren<{ columns: Child[]; id?: string; class?: string }>> = ({ columns, id, class: cls, children }) => (
+  <div class="table-wrap cards">
+    <table id={id} class={cls}>
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th scope="col">{c}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  </div>
+);

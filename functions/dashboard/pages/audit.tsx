@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
-import { ActionButton, Badge, Layout, Time } from '../layout.tsx';
+import { ActionButton, Badge, CardTable, Layout, Time } from '../layout.tsx';
 import { formatValue } from '../chart.ts';
 import { formatDuration, runDuration, startedBy } from '../run-view.ts';
 import { href, type View } from '../view.ts';
@@ -38,34 +38,21 @@ export const AuditPage: FC<{ v: View; entries: Json[]; tenants: Json[]; filter: 
       {entries.length === 0 ? (
         <p class="notice">No audit entries match.</p>
       ) : (
-        <div class="table-wrap cards">
-          <table id="audit">
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Action</th>
-                <th scope="col">Tenant</th>
-                <th scope="col">By</th>
-                <th scope="col">Target</th>
-              </tr>
-            </thead>
-            <tbody>
-              {entries.map((e) => (
-                <tr>
-                  <td data-label="When">
-                    <Time ms={e.at ?? e.createdAt} />
-                  </td>
-                  <td data-label="Action">{String(e.action)}</td>
-                  <td data-label="Tenant">{e.tenantId ? (tenantName.get(e.tenantId) ?? String(e.tenantId)) : '—'}</td>
-                  <td data-label="By">{startedBy(e.actor)}</td>
-                  <td data-label="Target" class="mono">
-                    {String(e.target ?? e.subject ?? '—')}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <CardTable id="audit" columns={['When', 'Action', 'Tenant', 'By', 'Target']}>
+          {entries.map((e) => (
+            <tr>
+              <td data-label="When">
+                <Time ms={e.at ?? e.createdAt} />
+              </td>
+              <td data-label="Action">{String(e.action)}</td>
+              <td data-label="Tenant">{e.tenantId ? (tenantName.get(e.tenantId) ?? String(e.tenantId)) : '—'}</td>
+              <td data-label="By">{startedBy(e.actor)}</td>
+              <td data-label="Target" class="mono">
+                {String(e.target ?? e.subject ?? '—')}
+              </td>
+            </tr>
+          ))}
+        </CardTable>
       )}
     </Layout>
   );
@@ -82,43 +69,28 @@ export const BackupsPage: FC<{ v: View; files: Json[]; runs: Json[]; now: number
       {files.length === 0 ? (
         <p class="notice">No backup files yet.</p>
       ) : (
-        <div class="table-wrap cards">
-          <table id="backups">
-            <thead>
+        <CardTable id="backups" columns={['File', 'Size', 'Taken', 'Run', <span class="sr-only">Actions</span>]}>
+          {files.map((f) => {
+            const run = runOf.get(String(f.name));
+            return (
               <tr>
-                <th scope="col">File</th>
-                <th scope="col">Size</th>
-                <th scope="col">Taken</th>
-                <th scope="col">Run</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
+                <td data-label="File" class="mono">
+                  <a href={href(v, `/backups/${encodeURIComponent(f.name)}`)} download>
+                    {String(f.name)}
+                  </a>
+                </td>
+                <td data-label="Size">{formatValue(Number(f.bytes), 'bytes')}</td>
+                <td data-label="Taken">
+                  <Time ms={f.modifiedAt} />
+                </td>
+                <td data-label="Run">{run ? <a href={href(v, `/runs/${encodeURIComponent(run.id)}`)}>{formatDuration(runDuration(run, now))}</a> : '—'}</td>
+                <td data-label="">
+                  <ActionButton v={v} action={`/backups/${encodeURIComponent(f.name)}/delete`} label="Delete" kind="danger" />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {files.map((f) => {
-                const run = runOf.get(String(f.name));
-                return (
-                  <tr>
-                    <td data-label="File" class="mono">
-                      <a href={href(v, `/backups/${encodeURIComponent(f.name)}`)} download>
-                        {String(f.name)}
-                      </a>
-                    </td>
-                    <td data-label="Size">{formatValue(Number(f.bytes), 'bytes')}</td>
-                    <td data-label="Taken">
-                      <Time ms={f.modifiedAt} />
-                    </td>
-                    <td data-label="Run">{run ? <a href={href(v, `/runs/${encodeURIComponent(run.id)}`)}>{formatDuration(runDuration(run, now))}</a> : '—'}</td>
-                    <td data-label="">
-                      <ActionButton v={v} action={`/backups/${encodeURIComponent(f.name)}/delete`} label="Delete" kind="danger" />
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </CardTable>
       )}
       {failed.length > 0 && (
         <>

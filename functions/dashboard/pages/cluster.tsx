@@ -3,7 +3,7 @@ import type { Json } from '../api.ts';
 import { formatValue } from '../chart.ts';
 import { compareVersions } from '../../../lib/talos/versions.ts';
 import type { ClusterHealthReport, MachineHealth } from '../health-view.ts';
-import { ActionButton, Badge, Csrf, errorFor, Field, Layout, Select, Time } from '../layout.tsx';
+import { ActionButton, Badge, CardTable, Csrf, errorFor, Field, Layout, Select, Time } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 import { HealthBadge } from './clusters.tsx';
 import { RunsTable } from './runs-table.tsx';
@@ -234,70 +234,53 @@ export const ClusterPage: FC<ClusterPageProps> = ({ v, cluster, machines, runs, 
         {machines.length === 0 ? (
           <p class="notice">No machines yet.</p>
         ) : (
-          <div class="table-wrap cards">
-            <table>
-              <thead>
+          <CardTable columns={['Name', 'Role', 'State', 'Health', 'Talos', 'Address', 'Last seen', 'CPU, memory', 'Config']}>
+            {machines.map((m) => {
+              const mh = health.machines[m.id];
+              const mid = encodeURIComponent(m.id);
+              return (
                 <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Health</th>
-                  <th scope="col">Talos</th>
-                  <th scope="col">Address</th>
-                  <th scope="col">Last seen</th>
-                  <th scope="col">CPU, memory</th>
-                  <th scope="col">Config</th>
+                  <td data-label="Name">
+                    <a href={href(v, `/clusters/${cid}/machines/${mid}`)}>{String(m.name)}</a>
+                  </td>
+                  <td data-label="Role">{String(m.role)}</td>
+                  <td data-label="State">
+                    <Badge state={String(m.state)} />
+                  </td>
+                  <td data-label="Health">
+                    <Badge state={mh?.status ?? 'unknown'} id={`health-${m.id}`} />
+                  </td>
+                  <td data-label="Talos">{m.talosVersion ? String(m.talosVersion) : '—'}</td>
+                  <td data-label="Address" class="mono addr">
+                    {m.address ? String(m.address) : '—'}
+                  </td>
+                  <td data-label="Last seen">{mh?.lastSeen ? <Time ms={mh.lastSeen} /> : 'never'}</td>
+                  <td data-label="CPU, memory">
+                    <a href={href(v, `/clusters/${cid}/machines/${mid}`)} class="usage">
+                      {usage(mh)}
+                    </a>
+                  </td>
+                  <td data-label="Config">
+                    <details>
+                      <summary>Push config</summary>
+                      <form method="post" action={href(v, `/clusters/${cid}/machines/${mid}/push-config`)}>
+                        <Csrf v={v} />
+                        <div class="field check">
+                          <input id={`ins-${m.id}`} type="checkbox" name="insecure" value="on" />
+                          <label for={`ins-${m.id}`}>Maintenance mode (no client certificate)</label>
+                        </div>
+                        <Field id={`fp-${m.id}`} name="certFingerprint" label="Certificate fingerprint" hint="optional" />
+                        <Select id={`mode-${m.id}`} name="mode" label="Apply mode" options={APPLY_MODES} />
+                        <p>
+                          <button type="submit">Push config to {String(m.name)}</button>
+                        </p>
+                      </form>
+                    </details>
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {machines.map((m) => {
-                  const mh = health.machines[m.id];
-                  const mid = encodeURIComponent(m.id);
-                  return (
-                    <tr>
-                      <td data-label="Name">
-                        <a href={href(v, `/clusters/${cid}/machines/${mid}`)}>{String(m.name)}</a>
-                      </td>
-                      <td data-label="Role">{String(m.role)}</td>
-                      <td data-label="State">
-                        <Badge state={String(m.state)} />
-                      </td>
-                      <td data-label="Health">
-                        <Badge state={mh?.status ?? 'unknown'} id={`health-${m.id}`} />
-                      </td>
-                      <td data-label="Talos">{m.talosVersion ? String(m.talosVersion) : '—'}</td>
-                      <td data-label="Address" class="mono addr">
-                        {m.address ? String(m.address) : '—'}
-                      </td>
-                      <td data-label="Last seen">{mh?.lastSeen ? <Time ms={mh.lastSeen} /> : 'never'}</td>
-                      <td data-label="CPU, memory">
-                        <a href={href(v, `/clusters/${cid}/machines/${mid}`)} class="usage">
-                          {usage(mh)}
-                        </a>
-                      </td>
-                      <td data-label="Config">
-                        <details>
-                          <summary>Push config</summary>
-                          <form method="post" action={href(v, `/clusters/${cid}/machines/${mid}/push-config`)}>
-                            <Csrf v={v} />
-                            <div class="field check">
-                              <input id={`ins-${m.id}`} type="checkbox" name="insecure" value="on" />
-                              <label for={`ins-${m.id}`}>Maintenance mode (no client certificate)</label>
-                            </div>
-                            <Field id={`fp-${m.id}`} name="certFingerprint" label="Certificate fingerprint" hint="optional" />
-                            <Select id={`mode-${m.id}`} name="mode" label="Apply mode" options={APPLY_MODES} />
-                            <p>
-                              <button type="submit">Push config to {String(m.name)}</button>
-                            </p>
-                          </form>
-                        </details>
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </CardTable>
         )}
         {machines.some((m) => m.provider === 'metal') ? (
           <form method="post" action={href(v, `/clusters/${cid}/push-config`)} class="card" id="cluster-push">

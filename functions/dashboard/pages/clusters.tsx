@@ -1,7 +1,7 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import type { ClusterHealth } from '../health-view.ts';
-import { Badge, Csrf, errorFor, Field, Layout, Select } from '../layout.tsx';
+import { Badge, CardTable, Csrf, errorFor, Field, Layout, Select } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 
 export const HealthBadge: FC<{ health: ClusterHealth | undefined }> = ({ health }) => (
@@ -29,36 +29,22 @@ export const ClustersPage: FC<{
         {clusters.length === 0 ? (
           <p class="notice">No clusters yet.</p>
         ) : (
-          <div class="table-wrap cards">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Tenant</th>
-                  <th scope="col">Health</th>
-                  <th scope="col">Talos</th>
-                  <th scope="col">Kubernetes</th>
-                  <th scope="col">Endpoint</th>
-                </tr>
-              </thead>
-              <tbody>
-                {clusters.map((cl) => (
-                  <tr>
-                    <td data-label="Name">
-                      <a href={href(v, `/clusters/${encodeURIComponent(cl.id)}`)}>{String(cl.name)}</a>
-                    </td>
-                    <td data-label="Tenant">{String(tenantName.get(cl.tenant) ?? cl.tenant)}</td>
-                    <td data-label="Health">
-                      <HealthBadge health={health[cl.id]} />
-                    </td>
-                    <td data-label="Talos">{String(cl.talosVersion)}</td>
-                    <td data-label="Kubernetes">{String(cl.kubernetesVersion)}</td>
-                    <td data-label="Endpoint" class="mono">{String(cl.endpoint)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <CardTable columns={['Name', 'Tenant', 'Health', 'Talos', 'Kubernetes', 'Endpoint']}>
+            {clusters.map((cl) => (
+              <tr>
+                <td data-label="Name">
+                  <a href={href(v, `/clusters/${encodeURIComponent(cl.id)}`)}>{String(cl.name)}</a>
+                </td>
+                <td data-label="Tenant">{String(tenantName.get(cl.tenant) ?? cl.tenant)}</td>
+                <td data-label="Health">
+                  <HealthBadge health={health[cl.id]} />
+                </td>
+                <td data-label="Talos">{String(cl.talosVersion)}</td>
+                <td data-label="Kubernetes">{String(cl.kubernetesVersion)}</td>
+                <td data-label="Endpoint" class="mono">{String(cl.endpoint)}</td>
+              </tr>
+            ))}
+          </CardTable>
         )}
       </section>
       <section aria-labelledby="new-cluster-h">

@@ -3,7 +3,7 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
 import { formatBytes } from '../../../lib/bytes.ts';
-import { ActionButton, Csrf, Select, Time } from '../layout.tsx';
+import { ActionButton, CardTable, Csrf, Select, Time } from '../layout.tsx';
 import { href, type View } from '../view.ts';
 
 export const EtcdSection: FC<{ v: View; cid: string; bootstrapped: boolean; snapshots: Json[] | undefined; controlPlanes: Json[]; error?: string | undefined }> = ({
@@ -36,63 +36,49 @@ export const EtcdSection: FC<{ v: View; cid: string; bootstrapped: boolean; snap
           No snapshots yet.
         </p>
       ) : (
-        <div class="table-wrap cards">
-          <table id="etcd-snapshots">
-            <thead>
+        <CardTable id="etcd-snapshots" columns={['Taken', 'From', 'Size', 'Revision', 'Why', 'Snapshot']}>
+          {snapshots.map((s) => {
+            const sid = encodeURIComponent(String(s.id));
+            return (
               <tr>
-                <th scope="col">Taken</th>
-                <th scope="col">From</th>
-                <th scope="col">Size</th>
-                <th scope="col">Revision</th>
-                <th scope="col">Why</th>
-                <th scope="col">Snapshot</th>
+                <td data-label="Taken">
+                  <Time ms={s.createdAt} />
+                </td>
+                <td data-label="From">{String(s.machine)}</td>
+                <td data-label="Size">{formatBytes(Number(s.sizeBytes))}</td>
+                <td data-label="Revision" class="mono">
+                  {String(s.revision)}
+                </td>
+                <td data-label="Why">{String(s.trigger)}</td>
+                <td data-label="Snapshot">
+                  <div>
+                  <a href={href(v, `/clusters/${cid}/etcd-snapshots/${sid}`)} download>
+                    Download
+                  </a>
+                  {targets.length > 0 ? (
+                    <details>
+                      <summary>Restore</summary>
+                      <form method="post" action={href(v, `/clusters/${cid}/etcd-snapshots/${sid}/restore`)}>
+                        <Csrf v={v} />
+                        <p class="hint">
+                          Onto a control plane that has its config but no etcd (reinstalled or reset, not bootstrapped): it starts a one-member etcd from this snapshot, and the
+                          other control planes join it as they boot.
+                        </p>
+                        <Select id={`restore-${s.id}`} name="machine" label="Control plane" options={targets} required />
+                        <p>
+                          <button type="submit" class="danger">
+                            Restore this snapshot
+                          </button>
+                        </p>
+                      </form>
+                    </details>
+                  ) : null}
+                  </div>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {snapshots.map((s) => {
-                const sid = encodeURIComponent(String(s.id));
-                return (
-                  <tr>
-                    <td data-label="Taken">
-                      <Time ms={s.createdAt} />
-                    </td>
-                    <td data-label="From">{String(s.machine)}</td>
-                    <td data-label="Size">{formatBytes(Number(s.sizeBytes))}</td>
-                    <td data-label="Revision" class="mono">
-                      {String(s.revision)}
-                    </td>
-                    <td data-label="Why">{String(s.trigger)}</td>
-                    <td data-label="Snapshot">
-                      <div>
-                      <a href={href(v, `/clusters/${cid}/etcd-snapshots/${sid}`)} download>
-                        Download
-                      </a>
-                      {targets.length > 0 ? (
-                        <details>
-                          <summary>Restore</summary>
-                          <form method="post" action={href(v, `/clusters/${cid}/etcd-snapshots/${sid}/restore`)}>
-                            <Csrf v={v} />
-                            <p class="hint">
-                              Onto a control plane that has its config but no etcd (reinstalled or reset, not bootstrapped): it starts a one-member etcd from this snapshot, and the
-                              other control planes join it as they boot.
-                            </p>
-                            <Select id={`restore-${s.id}`} name="machine" label="Control plane" options={targets} required />
-                            <p>
-                              <button type="submit" class="danger">
-                                Restore this snapshot
-                              </button>
-                            </p>
-                          </form>
-                        </details>
-                      ) : null}
-                      </div>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </CardTable>
       )}
     </section>
   );

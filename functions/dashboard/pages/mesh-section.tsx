@@ -3,7 +3,7 @@
 // re-push waiting nodes and turn it off. A relay and the hub's prefixes are set through the API.
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
-import { ActionButton, Badge, Csrf, errorFor, Field, Time } from '../layout.tsx';
+import { ActionButton, Badge, CardTable, Csrf, errorFor, Field, Time } from '../layout.tsx';
 import { href, type View } from '../view.ts';
 import { formatBytes } from '../../../lib/bytes.ts';
 
@@ -104,49 +104,35 @@ export const MeshSection: FC<{ v: View; cid: string; mesh: Json | undefined; now
       {peers.length === 0 ? (
         <p class="notice">No peers yet: machines get one when they are added.</p>
       ) : (
-        <div class="table-wrap cards">
-          <table id="mesh-peers">
-            <thead>
-              <tr>
-                <th scope="col">Machine</th>
-                <th scope="col">Overlay</th>
-                <th scope="col">Dials</th>
-                <th scope="col">Session</th>
-                <th scope="col">Last handshake</th>
-                <th scope="col">Received, sent</th>
-              </tr>
-            </thead>
-            <tbody>
-              {peers.map((p) => (
-                <tr>
-                  <td data-label="Machine">{String(p.name ?? p.machine)}</td>
-                  <td data-label="Overlay" class="mono addr">
-                    {String(p.ipv4 ?? '')}
-                    {p.ipv6 ? (
-                      <>
-                        <br />
-                        {String(p.ipv6)}
-                      </>
-                    ) : null}
-                  </td>
-                  <td data-label="Dials" class="mono addr">
-                    <span>
-                      {p.dials ? String(p.dials) : '—'}
-                      {p.deliveredEndpoint !== undefined && p.deliveredEndpoint !== p.dials ? <span class="hint"> (holds {p.deliveredEndpoint ? String(p.deliveredEndpoint) : 'no mesh config yet'})</span> : null}
-                    </span>
-                  </td>
-                  <td data-label="Session">
-                    <span class={`badge ${session(p.latestHandshake, now).state}`}>{session(p.latestHandshake, now).label}</span>
-                  </td>
-                  <td data-label="Last handshake">{p.latestHandshake ? <Time ms={ms(p.latestHandshake)} /> : 'never'}</td>
-                  <td data-label="Received, sent">
-                    {bytes(p.rxBytes)}, {bytes(p.txBytes)}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <CardTable id="mesh-peers" columns={['Machine', 'Overlay', 'Dials', 'Session', 'Last handshake', 'Received, sent']}>
+          {peers.map((p) => (
+            <tr>
+              <td data-label="Machine">{String(p.name ?? p.machine)}</td>
+              <td data-label="Overlay" class="mono addr">
+                {String(p.ipv4 ?? '')}
+                {p.ipv6 ? (
+                  <>
+                    <br />
+                    {String(p.ipv6)}
+                  </>
+                ) : null}
+              </td>
+              <td data-label="Dials" class="mono addr">
+                <span>
+                  {p.dials ? String(p.dials) : '—'}
+                  {p.deliveredEndpoint !== undefined && p.deliveredEndpoint !== p.dials ? <span class="hint"> (holds {p.deliveredEndpoint ? String(p.deliveredEndpoint) : 'no mesh config yet'})</span> : null}
+                </span>
+              </td>
+              <td data-label="Session">
+                <span class={`badge ${session(p.latestHandshake, now).state}`}>{session(p.latestHandshake, now).label}</span>
+              </td>
+              <td data-label="Last handshake">{p.latestHandshake ? <Time ms={ms(p.latestHandshake)} /> : 'never'}</td>
+              <td data-label="Received, sent">
+                {bytes(p.rxBytes)}, {bytes(p.txBytes)}
+              </td>
+            </tr>
+          ))}
+        </CardTable>
       )}
       <EndpointForm v={v} cid={cid} on={true} value={endpoint ?? (mesh.endpointSource === 'stun' ? 'stun' : (mesh.endpoint ?? undefined))} error={error} />
       {pending.length > 0 ? (

@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
-import { Badge, Time } from '../layout.tsx';
+import { Badge, CardTable, Time } from '../layout.tsx';
 import { formatDuration, runDuration, startedBy } from '../run-view.ts';
 import { href, type View } from '../view.ts';
 
@@ -54,40 +54,26 @@ export const RunsTable: FC<{ v: View; runs: Json[]; names?: Record<string, strin
   runs.length === 0 ? (
     <p class="notice">No runs match.</p>
   ) : (
-    <div class="table-wrap cards">
-      <table class="runs">
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">State</th>
-            {showCluster && <th scope="col">Cluster</th>}
-            <th scope="col">Started by</th>
-            <th scope="col">Created</th>
-            <th scope="col">Duration</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.map((r) => (
-            <tr>
-              <td data-label="Run">
-                <a href={href(v, `/runs/${encodeURIComponent(r.id)}`)} title={String(r.id)}>
-                  {describe(r)}
-                </a>
-              </td>
-              <td data-label="State">
-                <Badge state={String(r.state)} />
-              </td>
-              {showCluster && (
-                <td data-label="Cluster">{r.cluster ? <a href={href(v, `/clusters/${encodeURIComponent(r.cluster)}`)}>{names[r.cluster] ?? String(r.cluster)}</a> : '—'}</td>
-              )}
-              <td data-label="Started by">{startedBy(r.createdBy)}</td>
-              <td data-label="Created">
-                <Time ms={r.createdAt} />
-              </td>
-              <td data-label="Duration">{formatDuration(runDuration(r, now))}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <CardTable class="runs" columns={['Run', 'State', ...(showCluster ? ['Cluster'] : []), 'Started by', 'Created', 'Duration']}>
+      {runs.map((r) => (
+        <tr>
+          <td data-label="Run">
+            <a href={href(v, `/runs/${encodeURIComponent(r.id)}`)} title={String(r.id)}>
+              {describe(r)}
+            </a>
+          </td>
+          <td data-label="State">
+            <Badge state={String(r.state)} />
+          </td>
+          {showCluster && (
+            <td data-label="Cluster">{r.cluster ? <a href={href(v, `/clusters/${encodeURIComponent(r.cluster)}`)}>{names[r.cluster] ?? String(r.cluster)}</a> : '—'}</td>
+          )}
+          <td data-label="Started by">{startedBy(r.createdBy)}</td>
+          <td data-label="Created">
+            <Time ms={r.createdAt} />
+          </td>
+          <td data-label="Duration">{formatDuration(runDuration(r, now))}</td>
+        </tr>
+      ))}
+    </CardTable>
   );

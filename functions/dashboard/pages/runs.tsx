@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
-import { ActionButton, Badge, Layout, Time } from '../layout.tsx';
+import { ActionButton, Badge, CardTable, Layout, Time } from '../layout.tsx';
 import { EVENTS_PAGE_MAX } from '../../runs/routes.ts';
 import type { RunLog } from '../run-log.ts';
 import { diagnostics, formatCount, formatDuration, nodeProgress, planDiff, runDuration, runErrorText, startedBy, TERMINAL, type DiffGroup } from '../run-view.ts';
@@ -86,30 +86,18 @@ const NodeTable: FC<{ run: Json; events: Json[] }> = ({ run, events }) => {
   return (
     <section aria-labelledby="nodes-h">
       <h2 id="nodes-h">Nodes</h2>
-      <div class="table-wrap cards">
-        <table id="node-progress">
-          <thead>
-            <tr>
-              <th scope="col">Node</th>
-              <th scope="col">Role</th>
-              <th scope="col">Step</th>
-              <th scope="col">Time on node</th>
-            </tr>
-          </thead>
-          <tbody>
-            {nodes.map((n) => (
-              <tr class={n.level === 'error' ? 'row-error' : undefined}>
-                <td data-label="Node">{n.node}</td>
-                <td data-label="Role">{n.role ?? '—'}</td>
-                <td data-label="Step">
-                  <span class={`badge ${n.level === 'error' ? 'failed' : n.done ? 'succeeded' : 'running'}`}>{n.step}</span>
-                </td>
-                <td data-label="Time on node">{formatDuration(n.elapsedMs)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <CardTable id="node-progress" columns={['Node', 'Role', 'Step', 'Time on node']}>
+        {nodes.map((n) => (
+          <tr class={n.level === 'error' ? 'row-error' : undefined}>
+            <td data-label="Node">{n.node}</td>
+            <td data-label="Role">{n.role ?? '—'}</td>
+            <td data-label="Step">
+              <span class={`badge ${n.level === 'error' ? 'failed' : n.done ? 'succeeded' : 'running'}`}>{n.step}</span>
+            </td>
+            <td data-label="Time on node">{formatDuration(n.elapsedMs)}</td>
+          </tr>
+        ))}
+      </CardTable>
     </section>
   );
 };

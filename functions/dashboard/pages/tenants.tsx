@@ -1,6 +1,6 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../api.ts';
-import { Csrf, Field, Layout, Select, Time } from '../layout.tsx';
+import { CardTable, Csrf, Field, Layout, Select, Time } from '../layout.tsx';
 import { href, type FormValues, type View } from '../view.ts';
 
 export const TenantsPage: FC<{ v: View; tenants: Json[]; error?: string | undefined; values?: FormValues }> = ({ v, tenants, error, values = {} }) => (
@@ -10,30 +10,19 @@ export const TenantsPage: FC<{ v: View; tenants: Json[]; error?: string | undefi
       {tenants.length === 0 ? (
         <p class="notice">No tenants yet.</p>
       ) : (
-        <div class="table-wrap cards">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Id</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tenants.map((t) => (
-                <tr>
-                  <td data-label="Name">
-                    <a href={href(v, `/tenants/${encodeURIComponent(t.id)}`)}>{String(t.name)}</a>
-                  </td>
-                  <td data-label="Id" class="mono">{String(t.id)}</td>
-                  <td data-label="Created">
-                    <Time ms={t.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <CardTable columns={['Name', 'Id', 'Created']}>
+          {tenants.map((t) => (
+            <tr>
+              <td data-label="Name">
+                <a href={href(v, `/tenants/${encodeURIComponent(t.id)}`)}>{String(t.name)}</a>
+              </td>
+              <td data-label="Id" class="mono">{String(t.id)}</td>
+              <td data-label="Created">
+                <Time ms={t.createdAt} />
+              </td>
+            </tr>
+          ))}
+        </CardTable>
       )}
     </section>
     {v.principal?.admin && (
@@ -91,39 +80,25 @@ export const TenantPage: FC<{
         {tokens.length === 0 ? (
           <p class="notice">No tokens.</p>
         ) : (
-          <div class="table-wrap cards">
-            <table id="tokens">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Scopes</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">
-                    <span class="sr-only">Revoke</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {tokens.map((t) => (
-                  <tr>
-                    <td data-label="Name">{String(t.name)}</td>
-                    <td data-label="Scopes">{(t.scopes as string[]).join(', ')}</td>
-                    <td data-label="Created">
-                      <Time ms={t.createdAt} />
-                    </td>
-                    <td>
-                      <form method="post" action={href(v, `/tenants/${tid}/tokens/${encodeURIComponent(t.id)}/delete`)}>
-                        <Csrf v={v} />
-                        <button type="submit" class="danger">
-                          Revoke {String(t.name)}
-                        </button>
-                      </form>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <CardTable id="tokens" columns={['Name', 'Scopes', 'Created', <span class="sr-only">Revoke</span>]}>
+            {tokens.map((t) => (
+              <tr>
+                <td data-label="Name">{String(t.name)}</td>
+                <td data-label="Scopes">{(t.scopes as string[]).join(', ')}</td>
+                <td data-label="Created">
+                  <Time ms={t.createdAt} />
+                </td>
+                <td>
+                  <form method="post" action={href(v, `/tenants/${tid}/tokens/${encodeURIComponent(t.id)}/delete`)}>
+                    <Csrf v={v} />
+                    <button type="submit" class="danger">
+                      Revoke {String(t.name)}
+                    </button>
+                  </form>
+                </td>
+              </tr>
+            ))}
+          </CardTable>
         )}
         <form method="post" action={href(v, `/tenants/${tid}/tokens`)} class="card">
           <h3>New token</h3>
