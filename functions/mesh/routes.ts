@@ -195,8 +195,9 @@ export function meshRoutes() {
     try {
       const rows = await deps.db.select({ id: machines.id }).from(machines).where(eq(machines.clusterId, cluster.id)).orderBy(machines.name).all();
       const stored = await loadHub(deps.db);
-      refuseOverlayOutside(deps, stored?.v4 ?? parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX));
-      const { highestIndex } = await ensureRoom(deps.db, stored ?? { v4: parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX), ...(body.ipv6Prefix ? { v6: parsePrefix(body.ipv6Prefix) } : {}) }, rows.map((m) => m.id));
+      const prefixes = stored ?? { v4: parsePrefix(body.ipv4Prefix ?? DEFAULT_IPV4_PREFIX), ...(body.ipv6Prefix ? { v6: parsePrefix(body.ipv6Prefix) } : {}) };
+      refuseOverlayOutside(deps, prefixes.v4);
+      const { highestIndex } = await ensureRoom(deps.db, prefixes, rows.map((m) => m.id));
       if (body.relay) checkRelayPorts(body.relay, highestIndex);
       const hub = await ensureHub(deps, { ipv4Prefix: body.ipv4Prefix, ipv6Prefix: body.ipv6Prefix });
       const endpoint = fromStun ? ((await loadStun(deps.db))?.endpoint ?? null) : (body.endpoint ?? null);

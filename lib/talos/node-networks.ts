@@ -33,15 +33,14 @@ function unmapped(ip: ParsedIp): ParsedIp {
   return ip;
 }
 
-export function networksInclude(networks: NodeNetworks, ip: ParsedIp): boolean {
-  const one = unmapped(ip);
-  const host: ParsedCidr = { family: one.family, network: one.value, prefix: one.family === 4 ? 32 : 128, hostBitsSet: false };
-  return networks.cidrs.some((c) => cidrsOverlap(c, host));
-}
-
 /** Whether every address of `cidr` is inside one network of the list. */
 export function networksCover(networks: NodeNetworks, cidr: ParsedCidr): boolean {
   return networks.cidrs.some((c) => c.prefix <= cidr.prefix && cidrsOverlap(c, cidr));
+}
+
+export function networksInclude(networks: NodeNetworks, ip: ParsedIp): boolean {
+  const one = unmapped(ip);
+  return networksCover(networks, { family: one.family, network: one.value, prefix: one.family === 4 ? 32 : 128, hostBitsSet: false });
 }
 
 export function notAllowedText(what: string, networks: NodeNetworks): string {
